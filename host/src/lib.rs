@@ -1,0 +1,13 @@
+//! Airlock: a host server for MCP tools written as WebAssembly components.
+//!
+//! The path of a request: [`transport`] → [`protocol`] (envelope checks,
+//! dispatch) → [`state`] (open `requestState`) → [`runtime`] (a fresh
+//! instance of the tool's component, loaded by [`registry`]) → back out.
+
+pub mod auth;
+pub mod protocol;
+pub mod registry;
+pub mod runtime;
+pub mod serve;
+pub mod state;
+pub mod transport;

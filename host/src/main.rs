@@ -1,0 +1,57 @@
+//! The `airlock` command: serve MCP tools written as WebAssembly components.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Serve MCP tools written as WebAssembly components.
+#[derive(Parser)]
+#[command(name = "airlock", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Load the tool components of a directory and serve them over Streamable HTTP or stdio.
+    Serve(airlock::serve::ServeOptions),
+    /// Print a new random key for sealing requestState (one line, base64url).
+    Keygen,
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("AIRLOCK_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Keygen => {
+            println!("{}", airlock::state::generate_key());
+            Ok(())
+        }
+        Command::Serve(options) => {
+            init_logging();
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .map_err(anyhow::Error::from)
+                .and_then(|runtime| runtime.block_on(airlock::serve::run(options)))
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! JSON-RPC 2.0 framing: telling requests, notifications and responses apart,
+//! the error codes MCP uses, and writing responses.
+//!
+//! Request ids are kept as the exact JSON value the client sent (string or
+//! number, however large) so that every response echoes them unchanged.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// JSON-RPC and MCP error codes.
+pub mod codes {
+    /// The body is not valid JSON.
+    pub const PARSE_ERROR: i32 = -32700;
+    /// Not a JSON-RPC request object (also: a batch).
+    pub const INVALID_REQUEST: i32 = -32600;
+    /// Unknown, removed or un-advertised method.
+    pub const METHOD_NOT_FOUND: i32 = -32601;
+    /// Bad parameters: missing `_meta`, unknown tool, bad `requestState`, ...
+    pub const INVALID_PARAMS: i32 = -32602;
+    /// An unexpected server failure.
+    pub const INTERNAL_ERROR: i32 = -32603;
+    /// A required HTTP header is missing, malformed or contradicts the body.
+    pub const HEADER_MISMATCH: i32 = -32020;
+    /// The request needs a client capability it did not declare.
+    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i32 = -32021;
+    /// The requested protocol version is not supported.
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i32 = -32022;
+}
+
+/// A JSON-RPC error, with the HTTP status Streamable HTTP pairs it with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    /// The JSON-RPC error code.
+    pub code: i32,
+    /// A message for the client's user or developer.
+    pub message: String,
+    /// Structured details, when the code defines them.
+    pub data: Option<Value>,
+    /// HTTP status on Streamable HTTP (ignored on stdio).
+    pub http_status: u16,
+}
+
+impl RpcError {
+    /// An error with the given code and message, answered with HTTP 200.
+    pub fn new(code: i32, message: impl Into<String>) -> Self {
+        Self { code, message: message.into(), data: None, http_status: 200 }
+    }
+
+    /// Attaches `data`.
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// Sets the HTTP status.
+    pub fn with_status(mut self, status: u16) -> Self {
+        self.http_status = status;
+        self
+    }
+
+    /// -32700, HTTP 400.
+    pub fn parse_error(message: impl Into<String>) -> Self {
+        Self::new(codes::PARSE_ERROR, message).with_status(400)
+    }
+
+    /// -32600, HTTP 400.
+    pub fn invalid_request(message: impl Into<String>) -> Self {
+        Self::new(codes::INVALID_REQUEST, message).with_status(400)
+    }
+
+    /// -32601, HTTP 404.
+    pub fn method_not_found(method: &str) -> Self {
+        Self::new(codes::METHOD_NOT_FOUND, format!("Method not found: {method}")).with_status(404)
+    }
+
+    /// -32602, HTTP 200: bad parameters of a well-formed request.
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Self::new(codes::INVALID_PARAMS, message)
+    }
+
+    /// -32603, HTTP 500.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(codes::INTERNAL_ERROR, message).with_status(500)
+    }
+
+    /// -32020, HTTP 400.
+    pub fn header_mismatch(message: impl Into<String>) -> Self {
+        Self::new(codes::HEADER_MISMATCH, message).with_status(400)
+    }
+}
+
+/// One incoming JSON-RPC message.
+#[derive(Debug)]
+pub enum Incoming {
+    /// A request: has a method and an id.
+    Request(Request),
+    /// A notification: has a method, no id.
+    Notification(Notification),
+    /// A response to a server-to-client request (never expected by a
+    /// 2026-07-28 server: it sends no requests).
+    Response,
+}
+
+/// A JSON-RPC request.
+#[derive(Debug)]
+pub struct Request {
+    /// The id exactly as sent (a string or a number).
+    pub id: Value,
+    /// The method name.
+    pub method: String,
+    /// `params`, an object (absent params read as an empty object).
+    pub params: Map<String, Value>,
+}
+
+/// A JSON-RPC notification.
+#[derive(Debug)]
+pub struct Notification {
+    /// The method name.
+    pub method: String,
+    /// `params`, an object (absent params read as an empty object).
+    pub params: Map<String, Value>,
+}
+
+/// A message that could not be decoded, with the id when one could be read.
+#[derive(Debug)]
+pub struct DecodeError {
+    /// The request id, when the message had a valid one.
+    pub id: Option<Value>,
+    /// The error to answer.
+    pub error: RpcError,
+}
+
+/// Decodes one JSON-RPC message from raw bytes.
+pub fn decode(bytes: &[u8]) -> Result<Incoming, DecodeError> {
+    let fail = |id: Option<Value>, error: RpcError| DecodeError { id, error };
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| fail(None, RpcError::parse_error("Parse error: the message is not valid UTF-8")))?;
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| fail(None, RpcError::parse_error(format!("Parse error: {e}"))))?;
+    let mut object = match value {
+        Value::Object(object) => object,
+        Value::Array(_) => {
+            return Err(fail(None, RpcError::invalid_request("Invalid Request: batches are not supported")));
+        }
+        _ => return Err(fail(None, RpcError::invalid_request("Invalid Request: expected a JSON-RPC object"))),
+    };
+    let id = match object.remove("id") {
+        None => None,
+        Some(id @ (Value::String(_) | Value::Number(_))) => Some(id),
+        Some(_) => {
+            return Err(fail(
+                None,
+                RpcError::invalid_request("Invalid Request: id must be a string or a number"),
+            ));
+        }
+    };
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(fail(id, RpcError::invalid_request("Invalid Request: jsonrpc must be \"2.0\"")));
+    }
+    let method = match object.remove("method") {
+        Some(Value::String(method)) => method,
+        Some(_) => return Err(fail(id, RpcError::invalid_request("Invalid Request: method must be a string"))),
+        None if object.contains_key("result") || object.contains_key("error") => return Ok(Incoming::Response),
+        None => return Err(fail(id, RpcError::invalid_request("Invalid Request: missing method"))),
+    };
+    let params = match object.remove("params") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(params)) => params,
+        Some(_) => return Err(fail(id, RpcError::invalid_request("Invalid Request: params must be an object"))),
+    };
+    Ok(match id {
+        Some(id) => Incoming::Request(Request { id, method, params }),
+        None => Incoming::Notification(Notification { method, params }),
+    })
+}
+
+/// Serializes a success response.
+pub fn encode_result(id: &Value, result: &impl Serialize) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Success<'a, R> {
+        jsonrpc: &'static str,
+        id: &'a Value,
+        result: &'a R,
+    }
+    serde_json::to_vec(&Success { jsonrpc: "2.0", id, result })
+        .unwrap_or_else(|e| encode_error(Some(id), &RpcError::internal(format!("cannot encode result: {e}"))))
+}
+
+/// Serializes an error response; `id` is omitted when unknown.
+pub fn encode_error(id: Option<&Value>, error: &RpcError) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Body<'a> {
+        code: i32,
+        message: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        data: Option<&'a Value>,
+    }
+    #[derive(Serialize)]
+    struct Failure<'a> {
+        jsonrpc: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<&'a Value>,
+        error: Body<'a>,
+    }
+    let failure = Failure {
+        jsonrpc: "2.0",
+        id,
+        error: Body { code: error.code, message: &error.message, data: error.data.as_ref() },
+    };
+    serde_json::to_vec(&failure).expect("an error body always serializes")
+}
+
+/// Serializes a notification.
+pub fn encode_notification(method: &str, params: &impl Serialize) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Note<'a, P> {
+        jsonrpc: &'static str,
+        method: &'a str,
+        params: &'a P,
+    }
+    serde_json::to_vec(&Note { jsonrpc: "2.0", method, params }).expect("notification params always serialize")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error_of(bytes: &[u8]) -> DecodeError {
+        match decode(bytes) {
+            Err(e) => e,
+            Ok(m) => panic!("expected an error, got {m:?}"),
+        }
+    }
+
+    #[test]
+    fn decodes_requests_notifications_and_responses() {
+        let Incoming::Request(r) = decode(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#).unwrap() else {
+            panic!("not a request")
+        };
+        assert_eq!((r.id, r.method.as_str(), r.params.len()), (Value::from(7), "tools/list", 0));
+        assert!(matches!(
+            decode(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#).unwrap(),
+            Incoming::Notification(n) if n.params["requestId"] == 1
+        ));
+        assert!(matches!(decode(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#).unwrap(), Incoming::Response));
+    }
+
+    #[test]
+    fn keeps_large_and_string_ids_exactly() {
+        let Incoming::Request(r) = decode(br#"{"jsonrpc":"2.0","id":1763820000123,"method":"m"}"#).unwrap() else {
+            panic!()
+        };
+        assert_eq!(String::from_utf8(encode_result(&r.id, &serde_json::json!({}))).unwrap(),
+            r#"{"jsonrpc":"2.0","id":1763820000123,"result":{}}"#);
+    }
+
+    #[test]
+    fn rejects_bad_messages_with_the_right_codes() {
+        assert_eq!(error_of(b"{not json").error.code, codes::PARSE_ERROR);
+        assert_eq!(error_of(b"\xff\xfe").error.code, codes::PARSE_ERROR);
+        assert_eq!(error_of(b"[]").error.code, codes::INVALID_REQUEST);
+        assert_eq!(error_of(b"42").error.code, codes::INVALID_REQUEST);
+        assert_eq!(error_of(br#"{"jsonrpc":"2.0","id":null,"method":"m"}"#).error.code, codes::INVALID_REQUEST);
+        let e = error_of(br#"{"jsonrpc":"1.0","id":3,"method":"m"}"#);
+        assert_eq!((e.error.code, e.id), (codes::INVALID_REQUEST, Some(Value::from(3))));
+        assert_eq!(error_of(br#"{"jsonrpc":"2.0","id":3,"method":5}"#).error.code, codes::INVALID_REQUEST);
+        assert_eq!(error_of(br#"{"jsonrpc":"2.0","id":3,"method":"m","params":[1]}"#).error.code,
+            codes::INVALID_REQUEST);
+        assert_eq!(error_of(br#"{"jsonrpc":"2.0","id":3}"#).error.code, codes::INVALID_REQUEST);
+    }
+
+    #[test]
+    fn error_without_id_omits_it() {
+        let bytes = encode_error(None, &RpcError::parse_error("x"));
+        assert_eq!(String::from_utf8(bytes).unwrap(), r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"x"}}"#);
+    }
+}

@@ -1,0 +1,687 @@
+//! WIT values ⇄ MCP JSON.
+//!
+//! Outgoing: tool descriptions, content blocks and input requests become the
+//! 2026-07-28 wire shapes (bytes become Base64, JSON text is checked and then
+//! embedded verbatim). Incoming: the client's `inputResponses` become WIT
+//! input responses. Every JSON text a guest returns is validated here, so a
+//! guest can never make Airlock emit malformed JSON.
+
+use base64::Engine as _;
+use base64::display::Base64Display;
+use base64::engine::general_purpose::STANDARD;
+use serde::{Serialize, Serializer};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use crate::runtime::wit;
+
+/// A guest value that cannot be put on the wire.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct GuestValueError(pub String);
+
+/// An `inputResponses` entry that is not a valid answer.
+#[derive(Debug, thiserror::Error)]
+#[error("inputResponses[\"{key}\"]: {problem}")]
+pub struct ResponseError {
+    /// The key of the bad entry.
+    pub key: String,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+fn json_text<'a>(text: &'a str, what: &str) -> Result<&'a RawValue, GuestValueError> {
+    serde_json::from_str(text).map_err(|e| GuestValueError(format!("{what} is not valid JSON: {e}")))
+}
+
+fn json_object<'a>(text: &'a str, what: &str) -> Result<&'a RawValue, GuestValueError> {
+    let raw = json_text(text, what)?;
+    if raw.get().trim_start().starts_with('{') {
+        Ok(raw)
+    } else {
+        Err(GuestValueError(format!("{what} must be a JSON object")))
+    }
+}
+
+/// Bytes serialized as standard Base64 text.
+struct Base64<'a>(&'a [u8]);
+
+impl Serialize for Base64<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&Base64Display::new(self.0, &STANDARD))
+    }
+}
+
+fn role(role: wit::Role) -> &'static str {
+    match role {
+        wit::Role::User => "user",
+        wit::Role::Assistant => "assistant",
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Annotations<'a> {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    audience: Vec<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    priority: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_modified: Option<&'a str>,
+}
+
+fn annotations(a: &Option<wit::Annotations>) -> Option<Annotations<'_>> {
+    a.as_ref().map(|a| Annotations {
+        audience: a.audience.iter().map(|r| role(*r)).collect(),
+        priority: a.priority,
+        last_modified: a.last_modified.as_deref(),
+    })
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ResourceContents<'a> {
+    uri: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mime_type: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    blob: Option<Base64<'a>>,
+}
+
+fn resource_contents(c: &wit::ResourceContents) -> ResourceContents<'_> {
+    let (text, blob) = match &c.body {
+        wit::ResourceBody::Text(text) => (Some(text.as_str()), None),
+        wit::ResourceBody::Blob(bytes) => (None, Some(Base64(bytes))),
+    };
+    ResourceContents { uri: &c.uri, mime_type: c.mime_type.as_deref(), text, blob }
+}
+
+/// A content block on the wire (tool results, sampling messages).
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+pub enum Content<'a> {
+    /// `text`
+    Text {
+        text: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations<'a>>,
+    },
+    /// `image`
+    Image {
+        data: Base64<'a>,
+        mime_type: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations<'a>>,
+    },
+    /// `audio`
+    Audio {
+        data: Base64<'a>,
+        mime_type: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations<'a>>,
+    },
+    /// `resource_link`
+    ResourceLink {
+        uri: &'a str,
+        name: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        title: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        description: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        mime_type: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        size: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations<'a>>,
+    },
+    /// `resource`
+    Resource {
+        resource: ResourceContents<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations<'a>>,
+    },
+    /// `tool_use` (sampling only)
+    ToolUse { id: &'a str, name: &'a str, input: &'a RawValue },
+    /// `tool_result` (sampling only)
+    ToolResult {
+        tool_use_id: &'a str,
+        content: Vec<Content<'a>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        structured_content: Option<&'a RawValue>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        is_error: Option<bool>,
+    },
+}
+
+/// Converts one content block of a result.
+pub fn content(block: &wit::ContentBlock) -> Content<'_> {
+    match block {
+        wit::ContentBlock::Text(t) => Content::Text { text: &t.text, annotations: annotations(&t.annotations) },
+        wit::ContentBlock::Image(m) => Content::Image {
+            data: Base64(&m.data),
+            mime_type: &m.mime_type,
+            annotations: annotations(&m.annotations),
+        },
+        wit::ContentBlock::Audio(m) => Content::Audio {
+            data: Base64(&m.data),
+            mime_type: &m.mime_type,
+            annotations: annotations(&m.annotations),
+        },
+        wit::ContentBlock::ResourceLink(l) => Content::ResourceLink {
+            uri: &l.uri,
+            name: &l.name,
+            title: l.title.as_deref(),
+            description: l.description.as_deref(),
+            mime_type: l.mime_type.as_deref(),
+            size: l.size,
+            annotations: annotations(&l.annotations),
+        },
+        wit::ContentBlock::EmbeddedResource(r) => Content::Resource {
+            resource: resource_contents(&r.contents),
+            annotations: annotations(&r.annotations),
+        },
+    }
+}
+
+fn sampling_content(block: &wit::SamplingContent) -> Result<Content<'_>, GuestValueError> {
+    Ok(match block {
+        wit::SamplingContent::Text(t) => Content::Text { text: &t.text, annotations: annotations(&t.annotations) },
+        wit::SamplingContent::Image(m) => Content::Image {
+            data: Base64(&m.data),
+            mime_type: &m.mime_type,
+            annotations: annotations(&m.annotations),
+        },
+        wit::SamplingContent::Audio(m) => Content::Audio {
+            data: Base64(&m.data),
+            mime_type: &m.mime_type,
+            annotations: annotations(&m.annotations),
+        },
+        wit::SamplingContent::ToolUse(u) => {
+            Content::ToolUse { id: &u.id, name: &u.name, input: json_object(&u.input, "tool_use input")? }
+        }
+        wit::SamplingContent::ToolResult(r) => Content::ToolResult {
+            tool_use_id: &r.tool_use_id,
+            content: r.content.iter().map(content).collect(),
+            structured_content: r
+                .structured_content
+                .as_deref()
+                .map(|s| json_text(s, "tool_result structuredContent"))
+                .transpose()?,
+            is_error: r.is_error,
+        },
+    })
+}
+
+/// The `CallToolResult` of a complete call.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult<'a> {
+    result_type: &'static str,
+    content: Vec<Content<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    structured_content: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    is_error: bool,
+}
+
+/// Converts a complete call result, checking its structured content.
+pub fn call_result(result: &wit::CallResult) -> Result<CallToolResult<'_>, GuestValueError> {
+    Ok(CallToolResult {
+        result_type: "complete",
+        content: result.content.iter().map(content).collect(),
+        structured_content: result
+            .structured_content
+            .as_deref()
+            .map(|s| json_text(s, "structured content"))
+            .transpose()?,
+        is_error: result.is_error,
+    })
+}
+
+/// A tool description as `tools/list` serves it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tool<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<&'a str>,
+    description: &'a str,
+    input_schema: &'a RawValue,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_schema: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    annotations: Option<ToolAnnotations<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolAnnotations<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    read_only_hint: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    destructive_hint: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    idempotent_hint: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    open_world_hint: Option<bool>,
+}
+
+/// Converts a tool description, checking its schemas.
+pub fn tool(tool: &wit::Tool) -> Result<Tool<'_>, GuestValueError> {
+    Ok(Tool {
+        name: &tool.name,
+        title: tool.title.as_deref(),
+        description: &tool.description,
+        input_schema: json_object(&tool.input_schema, "inputSchema")?,
+        output_schema: tool.output_schema.as_deref().map(|s| json_object(s, "outputSchema")).transpose()?,
+        annotations: tool.annotations.as_ref().map(|a| ToolAnnotations {
+            title: a.title.as_deref(),
+            read_only_hint: a.read_only_hint,
+            destructive_hint: a.destructive_hint,
+            idempotent_hint: a.idempotent_hint,
+            open_world_hint: a.open_world_hint,
+        }),
+    })
+}
+
+/// An input request on the wire: `{method, params}` with no id.
+#[derive(Serialize)]
+#[serde(tag = "method", content = "params")]
+pub enum InputRequest<'a> {
+    /// `elicitation/create`
+    #[serde(rename = "elicitation/create")]
+    Elicitation(Elicitation<'a>),
+    /// `sampling/createMessage`
+    #[serde(rename = "sampling/createMessage")]
+    Sampling(Sampling<'a>),
+    /// `roots/list`
+    #[serde(rename = "roots/list")]
+    Roots(Empty),
+}
+
+/// An empty params object.
+#[derive(Serialize)]
+pub struct Empty {}
+
+/// `elicitation/create` params.
+#[derive(Serialize)]
+#[serde(tag = "mode", rename_all = "lowercase", rename_all_fields = "camelCase")]
+pub enum Elicitation<'a> {
+    /// Form mode.
+    Form { message: &'a str, requested_schema: &'a RawValue },
+    /// URL mode.
+    Url { message: &'a str, url: &'a str },
+}
+
+/// `sampling/createMessage` params.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Sampling<'a> {
+    messages: Vec<SamplingMessage<'a>>,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system_prompt: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_preferences: Option<ModelPreferences<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    include_context: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    stop_sequences: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Tool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<ToolChoice>,
+}
+
+#[derive(Serialize)]
+struct SamplingMessage<'a> {
+    role: &'static str,
+    content: OneOrMany<Content<'a>>,
+}
+
+/// One item is sent as an object, several as an array (both are valid).
+enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<T: Serialize> Serialize for OneOrMany<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            OneOrMany::One(item) => item.serialize(serializer),
+            OneOrMany::Many(items) => items.serialize(serializer),
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ModelPreferences<'a> {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    hints: Vec<ModelHint<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost_priority: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    speed_priority: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    intelligence_priority: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct ModelHint<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct ToolChoice {
+    mode: &'static str,
+}
+
+fn sampling(request: &wit::SamplingRequest) -> Result<Sampling<'_>, GuestValueError> {
+    let messages = request
+        .messages
+        .iter()
+        .map(|m| {
+            let mut blocks = m.content.iter().map(sampling_content).collect::<Result<Vec<_>, _>>()?;
+            let content = if blocks.len() == 1 { OneOrMany::One(blocks.remove(0)) } else { OneOrMany::Many(blocks) };
+            Ok(SamplingMessage { role: role(m.role), content })
+        })
+        .collect::<Result<Vec<_>, GuestValueError>>()?;
+    if messages.is_empty() {
+        return Err(GuestValueError("a sampling request needs at least one message".into()));
+    }
+    Ok(Sampling {
+        messages,
+        max_tokens: request.max_tokens,
+        system_prompt: request.system_prompt.as_deref(),
+        model_preferences: request.model_preferences.as_ref().map(|p| ModelPreferences {
+            hints: p.hints.iter().map(|h| ModelHint { name: h.name.as_deref() }).collect(),
+            cost_priority: p.cost_priority,
+            speed_priority: p.speed_priority,
+            intelligence_priority: p.intelligence_priority,
+        }),
+        include_context: request.include_context.map(|c| match c {
+            wit::IncludeContext::None => "none",
+            wit::IncludeContext::ThisServer => "thisServer",
+            wit::IncludeContext::AllServers => "allServers",
+        }),
+        temperature: request.temperature,
+        stop_sequences: &request.stop_sequences,
+        metadata: request.metadata.as_deref().map(|m| json_object(m, "sampling metadata")).transpose()?,
+        tools: request.tools.iter().map(tool).collect::<Result<_, _>>()?,
+        tool_choice: request.tool_choice.map(|c| ToolChoice {
+            mode: match c {
+                wit::ToolChoice::Auto => "auto",
+                wit::ToolChoice::Required => "required",
+                wit::ToolChoice::None => "none",
+            },
+        }),
+    })
+}
+
+/// Converts one input request of an input-required outcome.
+pub fn input_request(request: &wit::InputRequest) -> Result<InputRequest<'_>, GuestValueError> {
+    Ok(match request {
+        wit::InputRequest::Elicitation(wit::ElicitationRequest::Form(form)) => {
+            InputRequest::Elicitation(Elicitation::Form {
+                message: &form.message,
+                requested_schema: json_object(&form.requested_schema, "requestedSchema")?,
+            })
+        }
+        wit::InputRequest::Elicitation(wit::ElicitationRequest::Url(url)) => {
+            InputRequest::Elicitation(Elicitation::Url { message: &url.message, url: &url.url })
+        }
+        wit::InputRequest::Sampling(request) => InputRequest::Sampling(sampling(request)?),
+        wit::InputRequest::Roots => InputRequest::Roots(Empty {}),
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Incoming: inputResponses.
+// ---------------------------------------------------------------------------
+
+/// Decodes `inputResponses`. Each value is recognised by its shape, which the
+/// three result types keep disjoint: `ElicitResult` has `action`,
+/// `ListRootsResult` has `roots`, `CreateMessageResult` has `role`, `content`
+/// and `model`.
+pub fn input_responses(value: &Value) -> Result<Vec<(String, wit::InputResponse)>, ResponseError> {
+    let Value::Object(map) = value else {
+        return Err(ResponseError { key: String::new(), problem: "inputResponses must be an object".into() });
+    };
+    map.iter()
+        .map(|(key, value)| {
+            input_response(value)
+                .map(|r| (key.clone(), r))
+                .map_err(|problem| ResponseError { key: key.clone(), problem })
+        })
+        .collect()
+}
+
+fn input_response(value: &Value) -> Result<wit::InputResponse, String> {
+    let Value::Object(map) = value else {
+        return Err("must be an object (an ElicitResult, CreateMessageResult or ListRootsResult)".into());
+    };
+    if map.contains_key("action") {
+        elicitation_response(map).map(wit::InputResponse::Elicitation)
+    } else if map.contains_key("roots") {
+        roots(map).map(wit::InputResponse::Roots)
+    } else if map.contains_key("model") || map.contains_key("role") {
+        sampling_response(map).map(wit::InputResponse::Sampling)
+    } else {
+        Err("is not an ElicitResult, CreateMessageResult or ListRootsResult".into())
+    }
+}
+
+fn elicitation_response(map: &Map<String, Value>) -> Result<wit::ElicitationResponse, String> {
+    let action = match map.get("action").and_then(Value::as_str) {
+        Some("accept") => wit::ElicitationAction::Accept,
+        Some("decline") => wit::ElicitationAction::Decline,
+        Some("cancel") => wit::ElicitationAction::Cancel,
+        _ => return Err("action must be \"accept\", \"decline\" or \"cancel\"".into()),
+    };
+    let content = match map.get("content") {
+        None | Some(Value::Null) => None,
+        Some(content @ Value::Object(_)) => Some(content.to_string()),
+        Some(_) => return Err("content must be an object".into()),
+    };
+    Ok(wit::ElicitationResponse { action, content })
+}
+
+fn roots(map: &Map<String, Value>) -> Result<Vec<wit::Root>, String> {
+    let Some(Value::Array(roots)) = map.get("roots") else { return Err("roots must be an array".into()) };
+    roots
+        .iter()
+        .map(|root| {
+            let uri = root.get("uri").and_then(Value::as_str).ok_or("every root needs a string uri")?;
+            let name = match root.get("name") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(name)) => Some(name.clone()),
+                Some(_) => return Err("a root name must be a string".to_string()),
+            };
+            Ok(wit::Root { uri: uri.to_owned(), name })
+        })
+        .collect()
+}
+
+fn sampling_response(map: &Map<String, Value>) -> Result<wit::SamplingResponse, String> {
+    let role = parse_role(map.get("role"))?;
+    let model = map.get("model").and_then(Value::as_str).ok_or("model must be a string")?.to_owned();
+    let content = match map.get("content") {
+        Some(Value::Array(blocks)) => blocks.iter().map(parse_sampling_content).collect::<Result<_, _>>()?,
+        Some(block @ Value::Object(_)) => vec![parse_sampling_content(block)?],
+        _ => return Err("content must be a content block or an array of them".into()),
+    };
+    let stop_reason = match map.get("stopReason") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(reason)) => Some(reason.clone()),
+        Some(_) => return Err("stopReason must be a string".into()),
+    };
+    Ok(wit::SamplingResponse { role, content, model, stop_reason })
+}
+
+fn parse_role(value: Option<&Value>) -> Result<wit::Role, String> {
+    match value.and_then(Value::as_str) {
+        Some("user") => Ok(wit::Role::User),
+        Some("assistant") => Ok(wit::Role::Assistant),
+        _ => Err("role must be \"user\" or \"assistant\"".into()),
+    }
+}
+
+fn str_field<'a>(block: &'a Value, field: &str) -> Result<&'a str, String> {
+    block.get(field).and_then(Value::as_str).ok_or_else(|| format!("content block needs a string {field}"))
+}
+
+fn media(block: &Value) -> Result<wit::MediaContent, String> {
+    let data = STANDARD.decode(str_field(block, "data")?).map_err(|_| "data must be standard Base64".to_string())?;
+    Ok(wit::MediaContent { data, mime_type: str_field(block, "mimeType")?.to_owned(), annotations: None })
+}
+
+fn parse_content_block(block: &Value) -> Result<wit::ContentBlock, String> {
+    Ok(match str_field(block, "type")? {
+        "text" => wit::ContentBlock::Text(wit::TextContent { text: str_field(block, "text")?.to_owned(), annotations: None }),
+        "image" => wit::ContentBlock::Image(media(block)?),
+        "audio" => wit::ContentBlock::Audio(media(block)?),
+        "resource_link" => wit::ContentBlock::ResourceLink(wit::ResourceLink {
+            uri: str_field(block, "uri")?.to_owned(),
+            name: str_field(block, "name")?.to_owned(),
+            title: block.get("title").and_then(Value::as_str).map(str::to_owned),
+            description: block.get("description").and_then(Value::as_str).map(str::to_owned),
+            mime_type: block.get("mimeType").and_then(Value::as_str).map(str::to_owned),
+            size: block.get("size").and_then(Value::as_u64),
+            annotations: None,
+        }),
+        "resource" => {
+            let resource = block.get("resource").ok_or("a resource block needs resource")?;
+            let body = match (resource.get("text").and_then(Value::as_str), resource.get("blob").and_then(Value::as_str)) {
+                (Some(text), _) => wit::ResourceBody::Text(text.to_owned()),
+                (None, Some(blob)) => wit::ResourceBody::Blob(
+                    STANDARD.decode(blob).map_err(|_| "blob must be standard Base64".to_string())?,
+                ),
+                (None, None) => return Err("a resource needs text or blob".into()),
+            };
+            wit::ContentBlock::EmbeddedResource(wit::EmbeddedResource {
+                contents: wit::ResourceContents {
+                    uri: str_field(resource, "uri")?.to_owned(),
+                    mime_type: resource.get("mimeType").and_then(Value::as_str).map(str::to_owned),
+                    body,
+                },
+                annotations: None,
+            })
+        }
+        other => return Err(format!("unknown content type {other:?}")),
+    })
+}
+
+fn parse_sampling_content(block: &Value) -> Result<wit::SamplingContent, String> {
+    Ok(match str_field(block, "type")? {
+        "tool_use" => wit::SamplingContent::ToolUse(wit::ToolUse {
+            id: str_field(block, "id")?.to_owned(),
+            name: str_field(block, "name")?.to_owned(),
+            input: block.get("input").filter(|i| i.is_object()).ok_or("tool_use input must be an object")?.to_string(),
+        }),
+        "tool_result" => wit::SamplingContent::ToolResult(wit::ToolOutcome {
+            tool_use_id: str_field(block, "toolUseId")?.to_owned(),
+            content: match block.get("content") {
+                Some(Value::Array(blocks)) => blocks.iter().map(parse_content_block).collect::<Result<_, _>>()?,
+                _ => return Err("tool_result content must be an array".into()),
+            },
+            structured_content: block.get("structuredContent").map(Value::to_string),
+            is_error: block.get("isError").and_then(Value::as_bool),
+        }),
+        _ => match parse_content_block(block)? {
+            wit::ContentBlock::Text(t) => wit::SamplingContent::Text(t),
+            wit::ContentBlock::Image(m) => wit::SamplingContent::Image(m),
+            wit::ContentBlock::Audio(m) => wit::SamplingContent::Audio(m),
+            _ => return Err("sampling content must be text, image, audio, tool_use or tool_result".into()),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn to_json(value: &impl Serialize) -> Value {
+        serde_json::to_value(value).unwrap()
+    }
+
+    #[test]
+    fn content_blocks_take_the_wire_shapes() {
+        let blocks = [
+            wit::ContentBlock::Text(wit::TextContent { text: "hi".into(), annotations: None }),
+            wit::ContentBlock::Image(wit::MediaContent { data: vec![1, 2, 3], mime_type: "image/png".into(), annotations: Some(wit::Annotations { audience: vec![wit::Role::User], priority: Some(0.5), last_modified: None }) }),
+            wit::ContentBlock::EmbeddedResource(wit::EmbeddedResource {
+                contents: wit::ResourceContents { uri: "test://r".into(), mime_type: Some("text/plain".into()), body: wit::ResourceBody::Text("t".into()) },
+                annotations: None,
+            }),
+        ];
+        let json: Vec<Value> = blocks.iter().map(|b| to_json(&content(b))).collect();
+        assert_eq!(json, vec![
+            json!({"type": "text", "text": "hi"}),
+            json!({"type": "image", "data": "AQID", "mimeType": "image/png", "annotations": {"audience": ["user"], "priority": 0.5}}),
+            json!({"type": "resource", "resource": {"uri": "test://r", "mimeType": "text/plain", "text": "t"}}),
+        ]);
+    }
+
+    #[test]
+    fn results_check_structured_content() {
+        let ok = wit::CallResult { content: vec![], structured_content: Some(r#"{"a":1}"#.into()), is_error: true };
+        assert_eq!(to_json(&call_result(&ok).unwrap()),
+            json!({"resultType": "complete", "content": [], "structuredContent": {"a": 1}, "isError": true}));
+        let bad = wit::CallResult { content: vec![], structured_content: Some("{oops".into()), is_error: false };
+        assert!(call_result(&bad).is_err());
+    }
+
+    #[test]
+    fn input_requests_take_the_wire_shapes() {
+        let form = wit::InputRequest::Elicitation(wit::ElicitationRequest::Form(wit::FormElicitation {
+            message: "Name?".into(),
+            requested_schema: r#"{"type":"object","properties":{"name":{"type":"string"}}}"#.into(),
+        }));
+        assert_eq!(to_json(&input_request(&form).unwrap()), json!({"method": "elicitation/create", "params": {
+            "mode": "form", "message": "Name?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}));
+        assert_eq!(to_json(&input_request(&wit::InputRequest::Roots).unwrap()), json!({"method": "roots/list", "params": {}}));
+        let sampling = wit::InputRequest::Sampling(wit::SamplingRequest {
+            messages: vec![wit::SamplingMessage { role: wit::Role::User, content: vec![wit::SamplingContent::Text(wit::TextContent { text: "Hi".into(), annotations: None })] }],
+            max_tokens: 50, system_prompt: None, model_preferences: None, include_context: Some(wit::IncludeContext::None),
+            temperature: None, stop_sequences: vec![], metadata: None, tools: vec![], tool_choice: None,
+        });
+        assert_eq!(to_json(&input_request(&sampling).unwrap()), json!({"method": "sampling/createMessage", "params": {
+            "messages": [{"role": "user", "content": {"type": "text", "text": "Hi"}}], "maxTokens": 50, "includeContext": "none"}}));
+        let bad = wit::InputRequest::Elicitation(wit::ElicitationRequest::Form(wit::FormElicitation { message: "x".into(), requested_schema: "[1]".into() }));
+        assert!(input_request(&bad).is_err());
+    }
+
+    #[test]
+    fn input_responses_are_recognised_by_shape() {
+        let responses = input_responses(&json!({
+            "e": {"action": "accept", "content": {"name": "Alice"}},
+            "s": {"role": "assistant", "content": {"type": "text", "text": "Paris"}, "model": "m", "stopReason": "endTurn"},
+            "r": {"roots": [{"uri": "file:///a", "name": "A"}]},
+        })).unwrap();
+        let by_key = |k: &str| &responses.iter().find(|(key, _)| key == k).unwrap().1;
+        assert!(matches!(by_key("e"), wit::InputResponse::Elicitation(e) if e.content.as_deref() == Some(r#"{"name":"Alice"}"#)));
+        assert!(matches!(by_key("s"), wit::InputResponse::Sampling(s) if s.model == "m" && s.content.len() == 1));
+        assert!(matches!(by_key("r"), wit::InputResponse::Roots(r) if r.len() == 1 && r[0].name.as_deref() == Some("A")));
+    }
+
+    #[test]
+    fn malformed_input_responses_name_the_key() {
+        for bad in [json!({"user_name": 12345}), json!({"k": {"action": "maybe"}}), json!({"k": {"roots": "x"}}), json!({"k": {}})] {
+            assert!(input_responses(&bad).is_err(), "{bad} should be refused");
+        }
+        assert_eq!(input_responses(&json!({"user_name": 1})).unwrap_err().key, "user_name");
+        assert!(input_responses(&Value::Null).is_err());
+    }
+}

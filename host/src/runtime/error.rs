@@ -1,0 +1,114 @@
+//! Why a call failed, in words a user can act on.
+
+use std::time::Duration;
+
+/// Why a guest call failed. Only that call fails; the host and every other
+/// call carry on.
+///
+/// `Display` gives a short message fit for the client (and the model). The
+/// `detail` fields hold wasmtime's own description, for the server log.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The call did not finish before its deadline (including any time spent
+    /// waiting for a free slot when the host is at its concurrency limit).
+    #[error("the tool did not finish within its {} time limit", human_duration(*limit))]
+    Timeout {
+        /// The time limit that was exceeded.
+        limit: Duration,
+    },
+    /// The guest tried to grow its memory past the cap.
+    #[error("the tool exceeded its {} memory limit", human_bytes(*limit))]
+    OutOfMemory {
+        /// The memory cap in bytes.
+        limit: usize,
+    },
+    /// The guest returned more than the output limit allows.
+    #[error(
+        "the tool's output ({} bytes) exceeds the {} output limit",
+        size,
+        human_bytes(*limit)
+    )]
+    OutputTooLarge {
+        /// Size of the output (see [`OutputSize`](super::output::OutputSize)).
+        size: usize,
+        /// The output limit in bytes.
+        limit: usize,
+    },
+    /// The guest trapped: a panic, `unreachable`, a stack overflow, an
+    /// out-of-bounds access...
+    #[error("the tool crashed (wasm trap)")]
+    Trapped {
+        /// wasmtime's description of the trap, with the wasm backtrace.
+        detail: String,
+    },
+    /// The component could not be instantiated.
+    #[error("the tool could not be started")]
+    Instantiate {
+        /// wasmtime's description of the failure.
+        detail: String,
+    },
+}
+
+/// `10 s`, `250 ms`, or `1.5s` (for anything finer).
+pub(crate) fn human_duration(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        format!("{} s", d.as_secs())
+    } else if d.subsec_nanos() % 1_000_000 == 0 {
+        format!("{} ms", d.as_millis())
+    } else {
+        format!("{d:?}")
+    }
+}
+
+/// `64 MiB`, `512 KiB`, or `1000 bytes`.
+pub(crate) fn human_bytes(n: usize) -> String {
+    const KIB: usize = 1 << 10;
+    const MIB: usize = 1 << 20;
+    const GIB: usize = 1 << 30;
+    match n {
+        0 => "0 bytes".to_owned(),
+        n if n % GIB == 0 => format!("{} GiB", n / GIB),
+        n if n % MIB == 0 => format!("{} MiB", n / MIB),
+        n if n % KIB == 0 => format!("{} KiB", n / KIB),
+        n => format!("{n} bytes"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_user_facing() {
+        let timeout = CallError::Timeout {
+            limit: Duration::from_secs(10),
+        };
+        assert_eq!(
+            timeout.to_string(),
+            "the tool did not finish within its 10 s time limit"
+        );
+        let short = CallError::Timeout {
+            limit: Duration::from_millis(250),
+        };
+        assert_eq!(
+            short.to_string(),
+            "the tool did not finish within its 250 ms time limit"
+        );
+        let oom = CallError::OutOfMemory { limit: 64 << 20 };
+        assert_eq!(oom.to_string(), "the tool exceeded its 64 MiB memory limit");
+        let big = CallError::OutputTooLarge {
+            size: 2_000_000,
+            limit: 1 << 20,
+        };
+        assert_eq!(
+            big.to_string(),
+            "the tool's output (2000000 bytes) exceeds the 1 MiB output limit"
+        );
+        let trap = CallError::Trapped {
+            detail: "unreachable".into(),
+        };
+        assert_eq!(trap.to_string(), "the tool crashed (wasm trap)");
+        assert_eq!(human_bytes(1000), "1000 bytes");
+        assert_eq!(human_bytes(3 << 10), "3 KiB");
+    }
+}

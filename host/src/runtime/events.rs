@@ -1,0 +1,209 @@
+//! The `airlock:mcp/host` imports: what a guest may tell the host while a
+//! call runs (`log`, `progress`).
+//!
+//! Every report is written to the server log (target `airlock::guest`) and,
+//! when the caller passed an [`EventSink`], forwarded as a [`GuestEvent`] so
+//! the protocol layer can turn it into an MCP notification. Guests are
+//! untrusted, so:
+//!
+//! - each message is cut to [`MAX_EVENT_MESSAGE_BYTES`];
+//! - a call may report at most `max_events_per_call` events, later ones are
+//!   dropped (and counted in one log line at the end of the call);
+//! - progress that does not strictly grow, or is not a finite number, is
+//!   dropped, as the WIT contract says;
+//! - the sink is a bounded channel: a guest that reports faster than the
+//!   client reads waits (asynchronously), but never past its deadline. If the
+//!   receiver is gone, events are silently discarded.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::sync::mpsc::error::TrySendError;
+
+use super::bindings::{LogLevel, host_import};
+use super::call::{CallState, DeadlineExceeded};
+
+/// Longest message (in bytes) forwarded from a guest's `log` or `progress`;
+/// longer ones are cut at a character boundary and end with `…`.
+pub const MAX_EVENT_MESSAGE_BYTES: usize = 8 << 10;
+
+/// Something a guest reported while a call was running.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GuestEvent {
+    /// A `log` call from the guest.
+    Log {
+        /// Severity as the guest gave it.
+        level: LogLevel,
+        /// The message, at most [`MAX_EVENT_MESSAGE_BYTES`].
+        message: String,
+    },
+    /// A `progress` call from the guest; `progress` strictly grows from one
+    /// event to the next within a call.
+    Progress {
+        /// Progress so far (finite, strictly greater than the previous one).
+        progress: f64,
+        /// Expected final value, if the guest knows it (finite).
+        total: Option<f64>,
+        /// A human-readable status, at most [`MAX_EVENT_MESSAGE_BYTES`].
+        message: Option<String>,
+    },
+}
+
+/// Where a call's [`GuestEvent`]s go. Bounded: a full channel makes the
+/// guest wait, up to its deadline.
+pub type EventSink = tokio::sync::mpsc::Sender<GuestEvent>;
+
+/// Per-call state behind the host imports.
+pub(crate) struct EventState {
+    /// The tool (or, while loading, the component file) for log lines.
+    label: Arc<str>,
+    deadline: Instant,
+    sink: Option<EventSink>,
+    remaining: usize,
+    dropped: usize,
+    last_progress: Option<f64>,
+}
+
+impl EventState {
+    pub(crate) fn new(
+        label: Arc<str>,
+        deadline: Instant,
+        sink: Option<EventSink>,
+        max_events: usize,
+    ) -> EventState {
+        EventState {
+            label,
+            deadline,
+            sink,
+            remaining: max_events,
+            dropped: 0,
+            last_progress: None,
+        }
+    }
+
+    /// The number of events dropped so far (over the limit, or progress
+    /// that did not grow).
+    pub(crate) fn dropped(&self) -> usize {
+        self.dropped
+    }
+
+    /// Takes one slot of the per-call event budget; false if none is left.
+    fn take_slot(&mut self) -> bool {
+        if self.remaining == 0 {
+            self.dropped += 1;
+            false
+        } else {
+            self.remaining -= 1;
+            true
+        }
+    }
+
+    async fn send(&mut self, event: GuestEvent) -> wasmtime::Result<()> {
+        let Some(sink) = &self.sink else {
+            return Ok(());
+        };
+        // Fast path without a timer; wait (bounded by the deadline) only if full.
+        let event = match sink.try_send(event) {
+            Ok(()) => return Ok(()),
+            Err(TrySendError::Closed(_)) => {
+                self.sink = None;
+                return Ok(());
+            }
+            Err(TrySendError::Full(event)) => event,
+        };
+        match tokio::time::timeout_at(self.deadline.into(), sink.send(event)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_closed)) => {
+                self.sink = None;
+                Ok(())
+            }
+            Err(_elapsed) => Err(wasmtime::Error::new(DeadlineExceeded)),
+        }
+    }
+}
+
+/// Cuts `s` to at most `max` bytes at a character boundary, marking the cut.
+pub(crate) fn truncate(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        const MARK: &str = "…";
+        let mut end = max.saturating_sub(MARK.len());
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+        s.push_str(MARK);
+    }
+    s
+}
+
+impl host_import::Host for CallState {
+    async fn log(&mut self, level: LogLevel, message: String) -> wasmtime::Result<()> {
+        let events = &mut self.events;
+        if !events.take_slot() {
+            return Ok(());
+        }
+        let message = truncate(message, MAX_EVENT_MESSAGE_BYTES);
+        let tool = &*events.label;
+        match level {
+            LogLevel::Debug => {
+                tracing::debug!(target: "airlock::guest", tool, level = "debug", "{message}")
+            }
+            LogLevel::Info | LogLevel::Notice => {
+                tracing::info!(target: "airlock::guest", tool, level = ?level, "{message}")
+            }
+            LogLevel::Warning => {
+                tracing::warn!(target: "airlock::guest", tool, level = "warning", "{message}")
+            }
+            LogLevel::Error | LogLevel::Critical | LogLevel::Alert | LogLevel::Emergency => {
+                tracing::error!(target: "airlock::guest", tool, level = ?level, "{message}")
+            }
+        }
+        events.send(GuestEvent::Log { level, message }).await
+    }
+
+    async fn progress(
+        &mut self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) -> wasmtime::Result<()> {
+        let events = &mut self.events;
+        let grows = progress.is_finite() && events.last_progress.is_none_or(|last| progress > last);
+        if !grows {
+            events.dropped += 1;
+            return Ok(());
+        }
+        if !events.take_slot() {
+            return Ok(());
+        }
+        events.last_progress = Some(progress);
+        let total = total.filter(|t| t.is_finite());
+        let message = message.map(|m| truncate(m, MAX_EVENT_MESSAGE_BYTES));
+        tracing::trace!(target: "airlock::guest", tool = &*events.label, progress, total, "progress");
+        events
+            .send(GuestEvent::Progress {
+                progress,
+                total,
+                message,
+            })
+            .await
+    }
+}
+
+impl super::bindings::types_import::Host for CallState {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncates_at_char_boundary() {
+        assert_eq!(truncate("short".into(), 8), "short");
+        let cut = truncate("ééééé".into(), 8); // 10 bytes
+        assert!(cut.len() <= 8, "{cut}");
+        assert!(cut.ends_with('…'));
+        assert!(cut.starts_with('é'));
+        let long = truncate("x".repeat(20_000), MAX_EVENT_MESSAGE_BYTES);
+        assert_eq!(long.len(), MAX_EVENT_MESSAGE_BYTES);
+    }
+}

@@ -1,0 +1,152 @@
+//! The sandbox: the wasmtime engine, the linker, and one fresh instance per
+//! call.
+//!
+//! - [`engine`]: the `Engine` (pooling allocator, copy-on-write memory
+//!   images, epoch interruption) and the epoch ticker thread;
+//! - [`bindings`]: `bindgen!` of the `tool-provider` world;
+//! - [`call`]: one call in one fresh `Store`, with its limits and deadline;
+//! - [`events`]: the `log` and `progress` host imports;
+//! - [`output`]: the size of a guest's answer, for the output limit;
+//! - [`stderr`]: a guest's stderr, kept as a bounded tail for the log;
+//! - [`error`]: why a call failed, in user-facing words.
+//!
+//! # Why async
+//!
+//! Guests run with `call_async` on the tokio runtime. At every epoch tick a
+//! running guest yields to tokio, so a guest that loops never holds a worker
+//! thread for more than a tick, and once its deadline has passed the next
+//! tick ends it. A semaphore caps how many guests run at once (so spinning
+//! guests cannot crowd out request handling) and, with it, how many instances
+//! the pooling allocator must hold. `component-model-async` stays off: it
+//! doubles the cost of every async call.
+//!
+//! # Why a fresh instance per call
+//!
+//! A tool keeps no memory between calls: everything a multi-round call needs
+//! travels in its sealed state. This makes every host interchangeable and
+//! means a crashed or corrupted instance can never affect another call. With
+//! the pooling allocator a fresh instance costs microseconds.
+
+pub mod bindings;
+mod call;
+pub mod engine;
+pub mod error;
+pub mod events;
+pub mod output;
+pub mod stderr;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use tokio::sync::Semaphore;
+use wasmtime::Engine;
+use wasmtime::component::{HasSelf, Linker};
+
+pub use self::bindings::{LogLevel, wit};
+pub(crate) use self::bindings::ToolProviderPre;
+pub(crate) use self::call::CallState;
+use self::engine::{EPOCH_TICK, EpochTicker};
+pub use self::error::CallError;
+pub use self::events::{EventSink, GuestEvent};
+
+/// Limits applied to every guest call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeLimits {
+    /// Most linear memory one instance may use, in bytes. Default 64 MiB:
+    /// plenty for JSON-in, JSON-out tools (a Rust guest starts at about
+    /// 1 MiB) and small enough that 256 concurrent calls fit in 16 GiB.
+    /// The pooling allocator sizes its memory slots to exactly this.
+    pub max_memory_bytes: usize,
+    /// Wall-clock time limit of one call, from the moment it is made
+    /// (waiting for a free slot included). Default 10 s.
+    pub call_timeout: Duration,
+    /// Largest output a call may return, in bytes (see
+    /// [`output::OutputSize`]). Default 1 MiB.
+    pub max_output_bytes: usize,
+    /// Most guest calls running at once; further calls wait for a slot (up to
+    /// their deadline). Default 256: a guest mostly waits on nothing (there
+    /// is no I/O), so more than a few per core only queues work, but a short
+    /// burst of slow calls should not block quick ones. Each slot costs
+    /// address space (a 4 GiB-plus-guard reservation per memory) and, once
+    /// used, up to 2 MiB of resident memory kept warm for the next call.
+    pub max_concurrent_calls: usize,
+    /// Most `log` and `progress` events one call may report; later ones are
+    /// dropped. Default 1000.
+    pub max_events_per_call: usize,
+}
+
+impl Default for RuntimeLimits {
+    fn default() -> Self {
+        RuntimeLimits {
+            max_memory_bytes: 64 << 20,
+            call_timeout: Duration::from_secs(10),
+            max_output_bytes: 1 << 20,
+            max_concurrent_calls: 256,
+            max_events_per_call: 1000,
+        }
+    }
+}
+
+/// The shared machinery every call uses: engine, linker (WASI p2 granting
+/// nothing, plus the `airlock:mcp/host` imports), epoch ticker, and the
+/// concurrency limit.
+pub struct Runtime {
+    engine: Engine,
+    linker: Linker<CallState>,
+    limits: RuntimeLimits,
+    permits: Semaphore,
+    _ticker: EpochTicker,
+}
+
+impl Runtime {
+    /// Builds the engine and linker and starts the epoch ticker thread.
+    /// Does not need a tokio runtime; calls do.
+    pub fn new(limits: RuntimeLimits) -> anyhow::Result<Arc<Runtime>> {
+        anyhow::ensure!(
+            !limits.call_timeout.is_zero(),
+            "call_timeout must be greater than zero"
+        );
+        let engine = engine::build_engine(&limits)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .context("failed to link WASI p2")?;
+        bindings::ToolProvider::add_to_linker::<CallState, HasSelf<CallState>>(
+            &mut linker,
+            |state| state,
+        )
+        .context("failed to link the airlock:mcp/host imports")?;
+        let ticker = EpochTicker::start(&engine, EPOCH_TICK)?;
+        let permits = Semaphore::new(limits.max_concurrent_calls);
+        Ok(Arc::new(Runtime {
+            engine,
+            linker,
+            limits,
+            permits,
+            _ticker: ticker,
+        }))
+    }
+
+    /// The engine every component must be compiled for.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The limits every call runs under.
+    pub fn limits(&self) -> &RuntimeLimits {
+        &self.limits
+    }
+
+    /// The linker with every import a guest may use.
+    pub(crate) fn linker(&self) -> &Linker<CallState> {
+        &self.linker
+    }
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}

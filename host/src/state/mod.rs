@@ -1,0 +1,89 @@
+//! Sealed `requestState`: the guest's bytes between rounds of a multi
+//! round-trip request (MCP 2026-07-28, SEP-2322).
+//!
+//! A tool call, prompt or resource read may end with `input_required` and an
+//! opaque `requestState` string that the client echoes on its retry. Airlock
+//! puts the guest's state bytes there, encrypted and authenticated with
+//! AES-256-GCM, so the client can neither read nor alter them, and bound to
+//! the caller and the request so that they cannot be replayed elsewhere. The
+//! spec treats `requestState` as attacker-controlled input (§6.6); nothing in
+//! a token is trusted until it has authenticated and matched its binding.
+//!
+//! # Token layout
+//!
+//! ```text
+//! requestState = base64url-nopad( 0x01 || key_id (8) || nonce (12) || ciphertext || tag (16) )
+//! AAD          = "airlock/request-state" || 0x01 || key_id
+//! plaintext    = issued_at u64 || expires_at u64 || round u32 || token_id (16)
+//!                || principal || method || target      (each u32 length || UTF-8)
+//!                || arguments_digest (32)
+//!                || 0x00 | 0x01 || u32 length || guest_state
+//! ```
+//!
+//! Integers are big-endian; see `token.rs` for the details. The version byte
+//! and key id travel in clear (the key id picks the key without trial
+//! decryption) and are authenticated as associated data, as is a domain
+//! label so the key's ciphertexts mean nothing elsewhere. Each seal draws a
+//! fresh random 96-bit nonce and 128-bit token id, so sealing the same input
+//! twice gives two different tokens (the spec requires the state to change
+//! between rounds). With random nonces a key should seal fewer than 2^32
+//! tokens; rotate long before that.
+//!
+//! # What a token is bound to, and why
+//!
+//! [`Binding`]: the principal, the method, the target (tool name, prompt name
+//! or resource URI) and a SHA-256 digest of the canonical JSON of the
+//! arguments ([`digest_arguments`]). The retry must carry the original
+//! params, so all of them must match. This stops another user from replaying
+//! a stolen token (principal), and stops a token from one call being fed to
+//! a different tool or to the same tool with different arguments, where the
+//! guest would trust state it never produced for that input. The token also
+//! carries `issued_at` and `expires_at` (a short TTL bounds replay), and the
+//! round number. It does not make a token single-use: within its lifetime
+//! the same token can be presented again with the same request. A host that
+//! needs single use can keep [`OpenedState::token_id`] in a replay cache.
+//!
+//! [`StateSealer::open`] runs every check in a fixed order and returns a
+//! [`StateError`] naming the one that failed, for the server log. The client
+//! always gets the same [`StateError::client_message`], so it learns nothing
+//! about which check failed.
+//!
+//! # Keys and rotation
+//!
+//! A [`KeyRing`] is an ordered list of 256-bit keys: the first seals, every
+//! one opens. Each key's id is the first 8 bytes of its SHA-256. To rotate
+//! without downtime, add the new key at the end everywhere, then move it to
+//! the front everywhere, then remove the old key once its tokens have
+//! expired (one TTL later). A token sealed with a key that has been removed
+//! no longer opens ([`StateError::UnknownKey`]); the client restarts the call.
+//!
+//! # Why a fleet needs a shared key ring
+//!
+//! The protocol is stateless: any retry may reach any Airlock process behind a
+//! load balancer, which must open the token on its own with no shared memory.
+//! So every process needs the same keys, configured from one key file or
+//! environment value ([`KeyRing::parse`]; `airlock keygen` prints a key from
+//! [`generate_key`]). [`KeyRing::ephemeral`] makes a random key for a single
+//! process without configuration; its tokens open only in that process, and
+//! only until it restarts.
+
+mod binding;
+mod error;
+mod keyring;
+mod sealer;
+mod token;
+
+#[cfg(test)]
+mod tests;
+
+pub use binding::{Binding, digest_arguments};
+pub use error::{
+    BINDING_FIELD_SIZE, BindingField, GUEST_STATE_SIZE, INVALID_STATE_MESSAGE, SEAL_FAILED_MESSAGE,
+    StateError, TOKEN_LENGTH,
+};
+pub use keyring::{KEY_ID_LEN, KEY_LEN, KeyError, KeyId, KeyRing, generate_key};
+pub use sealer::{
+    CLOCK_SKEW, DEFAULT_MAX_GUEST_STATE, DEFAULT_MAX_TOKEN_LEN, DEFAULT_TTL, OpenedState,
+    StateLimits, StateSealer,
+};
+pub use token::PayloadError;

@@ -1,0 +1,196 @@
+//! `deploy` and `confirm`: tools that ask the user "are you sure?" first.
+//!
+//! * `deploy {service, environment}` deploys at once, except to
+//!   `production`, which first needs the user's confirmation.
+//! * `confirm {action}` only asks for a confirmation and reports the answer.
+//!
+//! Both ask with a one-field form under the key `confirm`:
+//! `{"ok": boolean}`. Only an accepted form with `ok: true` confirms;
+//! declining, cancelling or `ok: false` all refuse. See README.md.
+
+use airlock_guest::{Call, Error, InputRequired, Outcome, Tool, Tools, json};
+use serde::Deserialize;
+
+struct Deploy;
+
+impl Tools for Deploy {
+    fn list() -> Vec<Tool> {
+        vec![
+            Tool::new(
+                "deploy",
+                "Deploys a service to an environment. Deploying to production \
+                 asks the user to confirm first.",
+            )
+            .title("Deploy")
+            .input_schema(json!({
+                "type": "object",
+                "properties": {
+                    "service": {
+                        "type": "string",
+                        "description": "The service to deploy, e.g. `billing`."
+                    },
+                    "environment": {
+                        "type": "string",
+                        "description": "Where to deploy, e.g. `staging` or `production`."
+                    }
+                },
+                "required": ["service", "environment"]
+            }))
+            .destructive(true),
+            Tool::new(
+                "confirm",
+                "Asks the user to confirm an action and reports whether they did.",
+            )
+            .title("Confirm")
+            .input_schema(json!({
+                "type": "object",
+                "properties": {
+                    "action": {
+                        "type": "string",
+                        "description": "The action to confirm, as the user will read it."
+                    }
+                },
+                "required": ["action"]
+            }))
+            .read_only(),
+        ]
+    }
+
+    fn call(call: Call) -> Outcome {
+        match call.name() {
+            "deploy" => deploy(&call).into(),
+            "confirm" => confirm(&call).into(),
+            other => Outcome::unknown_tool(other),
+        }
+    }
+}
+
+airlock_guest::export!(Deploy);
+
+#[derive(Deserialize)]
+struct DeployArgs {
+    service: String,
+    environment: String,
+}
+
+fn deploy(call: &Call) -> Result<Outcome, Error> {
+    let DeployArgs {
+        service,
+        environment,
+    } = call.args()?;
+    if environment == "production" {
+        match confirmation(call) {
+            Answer::Missing => {
+                return Ok(ask(format!("Deploy {service} to production?")));
+            }
+            Answer::Refused => {
+                return Err(Error::new(format!(
+                    "Deployment of {service} to production was not confirmed; nothing was deployed."
+                )));
+            }
+            Answer::Confirmed => {}
+        }
+    }
+    // A real tool would start the deployment here.
+    Ok(Outcome::text(format!("Deployed {service} to {environment}")))
+}
+
+#[derive(Deserialize)]
+struct ConfirmArgs {
+    action: String,
+}
+
+fn confirm(call: &Call) -> Result<Outcome, Error> {
+    let ConfirmArgs { action } = call.args()?;
+    Ok(match confirmation(call) {
+        Answer::Missing => ask(format!("Confirm {action}?")),
+        Answer::Confirmed => Outcome::text(format!("confirmed {action}")),
+        Answer::Refused => Outcome::error(format!("not confirmed {action}")),
+    })
+}
+
+/// Where the confirmation stands in this round.
+enum Answer {
+    /// Not asked yet (or the client did not answer): ask.
+    Missing,
+    /// Accepted with `ok: true`.
+    Confirmed,
+    /// Declined, cancelled, or accepted with anything but `ok: true`.
+    Refused,
+}
+
+/// The confirmation form's values.
+#[derive(Deserialize)]
+struct Confirmation {
+    ok: bool,
+}
+
+fn confirmation(call: &Call) -> Answer {
+    match call.elicitation("confirm") {
+        None => Answer::Missing,
+        Some(answer) => match answer.accepted_content::<Confirmation>() {
+            Some(Confirmation { ok: true }) => Answer::Confirmed,
+            _ => Answer::Refused,
+        },
+    }
+}
+
+/// Asks for a confirmation with `message`. Nothing needs to be remembered:
+/// the retry carries the same arguments, so no state is returned.
+fn ask(message: String) -> Outcome {
+    InputRequired::new()
+        .elicit_form(
+            "confirm",
+            message,
+            json!({
+                "type": "object",
+                "properties": { "ok": { "type": "boolean" } },
+                "required": ["ok"]
+            }),
+        )
+        .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use airlock_guest::ElicitationResponse;
+
+    fn answered(call: &Call, answer: ElicitationResponse) -> Outcome {
+        let asked = Deploy::call(call.clone());
+        let asked = asked.input_required().expect("a question");
+        Deploy::call(call.retry(asked, [("confirm", answer.into())]))
+    }
+
+    #[test]
+    fn staging_deploys_at_once() {
+        let call = Call::new("deploy", r#"{"service":"api","environment":"staging"}"#);
+        assert_eq!(Deploy::call(call), Outcome::text("Deployed api to staging"));
+    }
+
+    #[test]
+    fn production_needs_ok_true() {
+        let call = Call::new("deploy", r#"{"service":"api","environment":"production"}"#);
+        let yes = ElicitationResponse::accept(json!({"ok": true}));
+        assert_eq!(
+            answered(&call, yes),
+            Outcome::text("Deployed api to production")
+        );
+        for no in [
+            ElicitationResponse::accept(json!({"ok": false})),
+            ElicitationResponse::decline(),
+            ElicitationResponse::cancel(),
+        ] {
+            assert!(answered(&call, no).result().unwrap().is_error);
+        }
+    }
+
+    #[test]
+    fn confirm_reports_the_answer() {
+        let call = Call::new("confirm", r#"{"action":"reboot"}"#);
+        let yes = ElicitationResponse::accept(json!({"ok": true}));
+        assert_eq!(answered(&call, yes), Outcome::text("confirmed reboot"));
+        let no = ElicitationResponse::decline();
+        assert_eq!(answered(&call, no), Outcome::error("not confirmed reboot"));
+    }
+}

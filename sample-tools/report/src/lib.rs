@@ -1,0 +1,162 @@
+//! `build_report`: long work split into slices, one slice per round.
+//!
+//! A call must finish within its deadline, and Airlock runs every round in a
+//! fresh instance. So the tool does a few items per round and then returns a
+//! *state-only* input-required result: no questions, just its progress so
+//! far. The client calls again at once with that state, the next round picks
+//! up where the last one stopped, and the final round returns the whole
+//! report. Each round also reports progress. See README.md.
+
+use airlock_guest::{Call, CallResult, Error, Outcome, Tool, Tools, json, progress};
+use serde::{Deserialize, Serialize};
+
+/// Items per round when the call does not say.
+const DEFAULT_SLICE_SIZE: usize = 3;
+
+struct Report;
+
+impl Tools for Report {
+    fn list() -> Vec<Tool> {
+        vec![
+            Tool::new(
+                "build_report",
+                "Builds a report with one line per item (its length and word \
+                 count), a few items per round.",
+            )
+            .title("Build report")
+            .input_schema(json!({
+                "type": "object",
+                "properties": {
+                    "items": {
+                        "type": "array",
+                        "items": { "type": "string" },
+                        "description": "The items to report on."
+                    },
+                    "sliceSize": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "default": DEFAULT_SLICE_SIZE,
+                        "description": "How many items to process per round."
+                    }
+                },
+                "required": ["items"]
+            }))
+            .output_schema(json!({
+                "type": "object",
+                "properties": {
+                    "items": { "type": "integer" },
+                    "lines": { "type": "array", "items": { "type": "string" } }
+                },
+                "required": ["items", "lines"]
+            }))
+            .read_only(),
+        ]
+    }
+
+    fn call(call: Call) -> Outcome {
+        match call.name() {
+            "build_report" => build_report(&call).into(),
+            other => Outcome::unknown_tool(other),
+        }
+    }
+}
+
+airlock_guest::export!(Report);
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Args {
+    items: Vec<String>,
+    #[serde(default = "default_slice_size")]
+    slice_size: usize,
+}
+
+fn default_slice_size() -> usize {
+    DEFAULT_SLICE_SIZE
+}
+
+/// The report so far: carried from round to round in the state, and the
+/// structured content of the final result. `lines.len()` is the number of
+/// items done.
+#[derive(Default, Serialize, Deserialize)]
+struct Progress {
+    items: usize,
+    lines: Vec<String>,
+}
+
+fn build_report(call: &Call) -> Result<Outcome, Error> {
+    let Args { items, slice_size } = call.args()?;
+    if slice_size == 0 {
+        return Err(Error::new("sliceSize must be at least 1"));
+    }
+
+    // Resume from last round's state; the first round starts empty.
+    let mut report: Progress = call.state().unwrap_or_default();
+    report.items = items.len();
+
+    // Do one slice of the work.
+    let start = report.lines.len().min(items.len());
+    let end = (start + slice_size).min(items.len());
+    for (index, item) in items.iter().enumerate().take(end).skip(start) {
+        report.lines.push(describe(index + 1, item));
+    }
+    let done = report.lines.len();
+    progress(
+        done as f64,
+        Some(items.len() as f64),
+        Some(&format!("{done} of {} items", items.len())),
+    );
+
+    if done < items.len() {
+        // Not finished: ask to be called again with the report so far.
+        return Ok(Outcome::continue_with(&report));
+    }
+    let text = format!(
+        "Report on {} items:\n{}",
+        report.items,
+        report.lines.join("\n")
+    );
+    Ok(CallResult::text(text.trim_end()).with_structured(&report).into())
+}
+
+/// One line of the report: `2. "two words": 9 characters, 2 words`.
+fn describe(number: usize, item: &str) -> String {
+    let characters = item.chars().count();
+    let words = item.split_whitespace().count();
+    format!("{number}. {item:?}: {characters} characters, {words} words")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use airlock_guest::types::InputResponse;
+
+    #[test]
+    fn runs_in_slices() {
+        let mut call = Call::new(
+            "build_report",
+            r#"{"items":["a","b c","d","e","f"],"sliceSize":2}"#,
+        );
+        let mut rounds = 0;
+        let result = loop {
+            rounds += 1;
+            match Report::call(call.clone()) {
+                Outcome::Complete(result) => break result,
+                Outcome::InputRequired(asked) => {
+                    assert!(asked.requests.is_empty(), "state only");
+                    call = call.retry(&asked, Vec::<(String, InputResponse)>::new());
+                }
+            }
+        };
+        assert_eq!(rounds, 3);
+        assert_eq!(
+            result.text_content(),
+            "Report on 5 items:\n\
+             1. \"a\": 1 characters, 1 words\n\
+             2. \"b c\": 3 characters, 2 words\n\
+             3. \"d\": 1 characters, 1 words\n\
+             4. \"e\": 1 characters, 1 words\n\
+             5. \"f\": 1 characters, 1 words"
+        );
+    }
+}

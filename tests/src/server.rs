@@ -1,0 +1,442 @@
+//! Starting `airlock serve` on a temporary tools directory, and stopping it.
+
+use std::ffi::{OsStr, OsString};
+use std::fs;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crate::http::Http;
+use crate::paths::{airlock_bin, component};
+use crate::stdio::StdioServer;
+
+/// How long a server may take to say it is listening.
+pub const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The six sample tool components.
+pub const SAMPLES: &[&str] = &[
+    "work_items",
+    "deploy",
+    "summarize",
+    "workspace",
+    "report",
+    "hash",
+];
+
+/// A temporary tools directory. Cloning shares the same directory; it is
+/// removed when the last clone is dropped.
+#[derive(Clone)]
+pub struct ToolsDir {
+    dir: Arc<tempfile::TempDir>,
+}
+
+impl Default for ToolsDir {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ToolsDir {
+    /// An empty tools directory.
+    pub fn new() -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("airlock-tools-")
+            .tempdir()
+            .expect("create a temporary tools directory");
+        Self { dir: Arc::new(dir) }
+    }
+
+    /// A tools directory holding the given components under their own names.
+    pub fn with(components: &[&str]) -> Self {
+        let tools = Self::new();
+        for name in components {
+            tools.add(name);
+        }
+        tools
+    }
+
+    /// Copies component `name` in as `<name>.wasm`.
+    pub fn add(&self, name: &str) -> &Self {
+        self.add_as(name, &format!("{}.wasm", name.replace('-', "_")))
+    }
+
+    /// Copies component `name` in as `file_name`.
+    pub fn add_as(&self, name: &str, file_name: &str) -> &Self {
+        let from = component(name);
+        fs::copy(&from, self.path().join(file_name))
+            .unwrap_or_else(|e| panic!("copy {} into the tools dir: {e}", from.display()));
+        self
+    }
+
+    /// Writes a file with the given bytes.
+    pub fn add_bytes(&self, file_name: &str, bytes: &[u8]) -> &Self {
+        fs::write(self.path().join(file_name), bytes).expect("write into the tools dir");
+        self
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// Builds the command line of one `airlock serve` process.
+#[derive(Clone)]
+pub struct Airlock {
+    tools: Option<ToolsDir>,
+    tools_path: Option<PathBuf>,
+    args: Vec<OsString>,
+    envs: Vec<(OsString, OsString)>,
+    cache: bool,
+}
+
+impl Airlock {
+    /// `airlock serve --tools <tools>`.
+    pub fn new(tools: &ToolsDir) -> Self {
+        Self {
+            tools: Some(tools.clone()),
+            tools_path: Some(tools.path().to_path_buf()),
+            args: Vec::new(),
+            envs: Vec::new(),
+            cache: false,
+        }
+    }
+
+    /// `airlock serve --tools <path>` for a path that is not a [`ToolsDir`]
+    /// (e.g. one that does not exist).
+    pub fn with_tools_path(path: impl Into<PathBuf>) -> Self {
+        Self {
+            tools: None,
+            tools_path: Some(path.into()),
+            args: Vec::new(),
+            envs: Vec::new(),
+            cache: false,
+        }
+    }
+
+    /// Adds one argument.
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+        self.args.push(arg.as_ref().to_os_string());
+        self
+    }
+
+    /// Adds arguments.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.args
+            .extend(args.into_iter().map(|a| a.as_ref().to_os_string()));
+        self
+    }
+
+    /// Sets an environment variable for the process.
+    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+        self.envs
+            .push((key.as_ref().to_os_string(), value.as_ref().to_os_string()));
+        self
+    }
+
+    /// Lets the caller pass `--cache-dir` instead of the default `--no-cache`.
+    pub fn with_cache(mut self) -> Self {
+        self.cache = true;
+        self
+    }
+
+    fn command(&self, stdio: bool) -> Command {
+        let mut cmd = Command::new(airlock_bin());
+        cmd.arg("serve");
+        if let Some(path) = &self.tools_path {
+            cmd.arg("--tools").arg(path);
+        }
+        if stdio {
+            cmd.arg("--stdio");
+        } else {
+            cmd.args(["--listen", "127.0.0.1:0"]);
+        }
+        if !self.cache {
+            cmd.arg("--no-cache");
+        }
+        cmd.args(&self.args);
+        // Keys and log settings come only from what a test sets.
+        cmd.env_remove("AIRLOCK_STATE_KEYS");
+        cmd.env_remove("AIRLOCK_LOG");
+        cmd.env("NO_COLOR", "1");
+        for (k, v) in &self.envs {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    /// Starts an HTTP server on a free port and waits for its `listening on` line.
+    pub fn start_http(&self) -> HttpServer {
+        let mut cmd = self.command(false);
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped());
+        let mut proc = Proc::spawn(cmd, self.tools.clone());
+        let url = proc.wait_for_listening();
+        HttpServer { proc, url }
+    }
+
+    /// Starts a stdio server.
+    pub fn start_stdio(&self) -> StdioServer {
+        let mut cmd = self.command(true);
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
+        StdioServer::new(Proc::spawn(cmd, self.tools.clone()))
+    }
+
+    /// Runs an HTTP server expected to exit on its own (e.g. a bad tools
+    /// directory) and returns its exit status and stderr. Panics if it starts
+    /// listening or is still running after [`START_TIMEOUT`].
+    pub fn run_expecting_exit(&self) -> (ExitStatus, String) {
+        let mut cmd = self.command(false);
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped());
+        let mut proc = Proc::spawn(cmd, self.tools.clone());
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Some(status) = proc.wait_timeout(Duration::ZERO) {
+                return (status, proc.stderr());
+            }
+            assert!(
+                listening_url(&proc.stderr()).is_none(),
+                "airlock started listening but was expected to refuse to start; stderr:\n{}",
+                proc.stderr()
+            );
+            assert!(
+                Instant::now() < deadline,
+                "airlock neither exited nor listened within {START_TIMEOUT:?}; stderr:\n{}",
+                proc.stderr()
+            );
+            thread::sleep(Duration::from_millis(25));
+        }
+    }
+}
+
+/// Runs `airlock <args>` to completion and returns (status, stdout, stderr).
+pub fn run_airlock(args: &[&str]) -> (ExitStatus, String, String) {
+    let out = Command::new(airlock_bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run airlock");
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A running airlock process whose stderr is collected; killed on drop.
+pub struct Proc {
+    child: Child,
+    stderr: Arc<Mutex<String>>,
+    reader: Option<JoinHandle<()>>,
+    _tools: Option<ToolsDir>,
+}
+
+impl Proc {
+    fn spawn(mut cmd: Command, tools: Option<ToolsDir>) -> Self {
+        cmd.stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {:?}: {e}", cmd.get_program()));
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let pipe = child.stderr.take().expect("stderr is piped");
+        let sink = Arc::clone(&stderr);
+        let reader = thread::spawn(move || {
+            let mut pipe = BufReader::new(pipe);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match pipe.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        let text = strip_ansi(&String::from_utf8_lossy(&line));
+                        sink.lock().unwrap().push_str(&text);
+                    }
+                }
+            }
+        });
+        Self {
+            child,
+            stderr,
+            reader: Some(reader),
+            _tools: tools,
+        }
+    }
+
+    /// Everything the process wrote to stderr so far (ANSI colours removed).
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// The exit status, if the process has exited.
+    pub fn try_wait(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().expect("poll the airlock process")
+    }
+
+    /// Waits until the process exits, at most `timeout`; then lets the stderr
+    /// reader finish so [`Proc::stderr`] is complete.
+    pub fn wait_timeout(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.try_wait() {
+                if let Some(reader) = self.reader.take() {
+                    let _ = reader.join();
+                }
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The OS process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Takes the child's stdin, when piped.
+    pub fn take_stdin(&mut self) -> Option<std::process::ChildStdin> {
+        self.child.stdin.take()
+    }
+
+    /// Takes the child's stdout, when piped.
+    pub fn take_stdout(&mut self) -> Option<std::process::ChildStdout> {
+        self.child.stdout.take()
+    }
+
+    fn wait_for_listening(&mut self) -> String {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Some(url) = listening_url(&self.stderr()) {
+                // Drain stdout so the process never blocks writing to it.
+                if let Some(mut out) = self.take_stdout() {
+                    thread::spawn(move || {
+                        let mut sink = Vec::new();
+                        let _ = out.read_to_end(&mut sink);
+                    });
+                }
+                return url;
+            }
+            if let Some(status) = self.try_wait() {
+                // Let the reader catch the last lines.
+                if let Some(reader) = self.reader.take() {
+                    let _ = reader.join();
+                }
+                panic!(
+                    "airlock exited with {status} before listening; stderr:\n{}",
+                    self.stderr()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "airlock did not print `listening on` within {START_TIMEOUT:?}; stderr:\n{}",
+                self.stderr()
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if thread::panicking() {
+            if let Some(reader) = self.reader.take() {
+                let _ = reader.join();
+            }
+            eprintln!(
+                "---- airlock (pid {}) stderr ----\n{}---- end of airlock stderr ----",
+                self.child.id(),
+                self.stderr()
+            );
+        }
+    }
+}
+
+/// Finds the URL in a `listening on http://…/mcp` log line.
+pub fn listening_url(stderr: &str) -> Option<String> {
+    stderr.lines().find_map(|line| {
+        let rest = &line[line.find("listening on")?..];
+        let start = rest.find("http://")?;
+        let url: String = rest[start..]
+            .chars()
+            .take_while(|c| !c.is_whitespace() && *c != '"' && *c != '\'' && *c != ',')
+            .collect();
+        url.contains("/mcp").then_some(url)
+    })
+}
+
+/// Removes ANSI escape sequences (`ESC [ … letter`).
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' && chars.peek() == Some(&'[') {
+            chars.next();
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// An `airlock serve` listening on HTTP; killed on drop.
+pub struct HttpServer {
+    proc: Proc,
+    url: String,
+}
+
+impl HttpServer {
+    /// The MCP endpoint, `http://127.0.0.1:PORT/mcp`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// `127.0.0.1:PORT`.
+    pub fn addr(&self) -> String {
+        let rest = self.url.trim_start_matches("http://");
+        rest.split('/').next().unwrap_or(rest).to_string()
+    }
+
+    /// The port.
+    pub fn port(&self) -> u16 {
+        self.addr()
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("a port in the listening url")
+    }
+
+    /// A client for this server (anonymous).
+    pub fn client(&self) -> Http {
+        Http::new(&self.url)
+    }
+
+    /// A client that sends `Authorization: Bearer <token>`.
+    pub fn client_with_token(&self, token: &str) -> Http {
+        Http::new(&self.url).with_bearer(token)
+    }
+
+    /// Everything the server wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.proc.stderr()
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        self.proc.try_wait().is_none()
+    }
+}
