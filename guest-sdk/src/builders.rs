@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use crate::types::{
     Annotations, CallResult, ClientCapabilities, ContentBlock, ElicitationRequest,
-    EmbeddedResource, FormElicitation, IncludeContext, InputRequest, InputRequired,
-    MediaContent, ModelHint, ModelPreferences, ResourceBody, ResourceContents, ResourceLink, Role,
+    EmbeddedResource, FormElicitation, IncludeContext, InputRequest, InputRequired, MediaContent,
+    ModelHint, ModelPreferences, ResourceBody, ResourceContents, ResourceLink, Role,
     SamplingContent, SamplingMessage, SamplingRequest, TextContent, Tool, ToolAnnotations,
     ToolChoice, UrlElicitation,
 };
@@ -284,7 +284,7 @@ impl Tool {
             name: name.into(),
             title: None,
             description: description.into(),
-            input_schema: r#"{"type":"object","properties":{}}"#.to_owned(),
+            input_schema: r#"{"type":"object","properties":{},"required":[]}"#.to_owned(),
             output_schema: None,
             annotations: None,
         }
@@ -338,7 +338,9 @@ impl Tool {
     }
 
     fn hint(mut self, set: impl FnOnce(&mut ToolAnnotations)) -> Self {
-        set(self.annotations.get_or_insert_with(ToolAnnotations::default));
+        set(self
+            .annotations
+            .get_or_insert_with(ToolAnnotations::default));
         self
     }
 }
@@ -461,7 +463,8 @@ impl InputRequired {
     /// Drops the requests `client` cannot answer. A tool that can do without
     /// some answers sends only what the client supports.
     pub fn retain_supported(mut self, client: &ClientCapabilities) -> Self {
-        self.requests.retain(|(_, request)| client.supports(request));
+        self.requests
+            .retain(|(_, request)| client.supports(request));
         self
     }
 

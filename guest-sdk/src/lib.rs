@@ -21,6 +21,20 @@
 //! Tools can also write to the log ([`log`]) and report [`progress`] while
 //! they run.
 //!
+//! # At a glance
+//!
+//! | to | use |
+//! |---|---|
+//! | describe a tool | [`Tool::new`]`(name, description).input_schema(json!(…))`, hints such as [`Tool::read_only`] |
+//! | read the arguments | [`Call::args`]`::<T>()`; its [`Error`] becomes an `is_error` result with `?` |
+//! | finish | [`Outcome::text`], [`Outcome::error`], [`Outcome::json`], or a [`CallResult`] built with `with_*` (images, audio, resource links, embedded resources, structured content) |
+//! | ask the user | [`InputRequired::elicit_form`], [`InputRequired::elicit_url`]; read the answer with [`Call::elicitation`] and [`ElicitationResponse::accepted_content`] |
+//! | ask the client's model | [`InputRequired::sample`] with a [`SamplingRequest`]; read [`Call::sampling`] and [`SamplingResponse::text`] |
+//! | ask for roots | [`InputRequired::list_roots`]; read [`Call::roots`] |
+//! | carry state | [`InputRequired::state`] (JSON) or [`InputRequired::state_bytes`]; read [`Call::state`]; [`Outcome::continue_with`] for a state-only round |
+//! | check what the client can answer | [`Call::client`]`.can_elicit_form()`, `can_elicit_url()`, `can_sample()`, `can_sample_with_tools()`, `can_list_roots()` |
+//! | log, report progress | [`log::info`] and friends, [`progress`] |
+//!
 //! # Example
 //!
 //! A tool that greets someone, and asks the user for the name when the model
@@ -110,10 +124,10 @@ pub use call::Call;
 pub use error::Error;
 pub use log::progress;
 pub use outcome::Outcome;
-/// Builds a [`serde_json::Value`] from JSON-like syntax; handy for schemas.
-pub use serde_json::json;
 /// The `serde_json` crate, re-exported for [`serde_json::Value`] and friends.
 pub use serde_json;
+/// Builds a [`serde_json::Value`] from JSON-like syntax; handy for schemas.
+pub use serde_json::json;
 pub use types::{
     CallResult, ContentBlock, ElicitationAction, ElicitationResponse, EmbeddedResource,
     InputRequired, ModelPreferences, ResourceLink, Root, SamplingMessage, SamplingRequest,

@@ -90,7 +90,10 @@ fn tool_builder_sets_schema_and_hints() {
 
     let bare = Tool::new("bare", "No arguments.");
     let schema: serde_json::Value = serde_json::from_str(&bare.input_schema).unwrap();
-    assert_eq!(schema, json!({"type": "object", "properties": {}}));
+    assert_eq!(
+        schema,
+        json!({"type": "object", "properties": {}, "required": []})
+    );
 }
 
 #[test]
@@ -154,16 +157,16 @@ fn answers_of_the_wrong_kind_are_ignored() {
         &InputRequired::new(),
         [
             ("a", InputResponse::from(vec![Root::new("file:///w", None)])),
-            (
-                "b",
-                SamplingResponse::text_reply("m", "hello").into(),
-            ),
+            ("b", SamplingResponse::text_reply("m", "hello").into()),
         ],
     );
     assert!(call.elicitation("a").is_none());
     assert_eq!(call.roots("a").map(<[Root]>::len), Some(1));
     assert!(call.roots("b").is_none());
-    assert_eq!(call.sampling("b").map(SamplingResponse::text).as_deref(), Some("hello"));
+    assert_eq!(
+        call.sampling("b").map(SamplingResponse::text).as_deref(),
+        Some("hello")
+    );
     assert!(call.response("c").is_none());
     assert!(call.state::<Progress>().is_none());
 }
@@ -224,7 +227,9 @@ fn sampling_builder_and_capabilities() {
 
 #[test]
 fn same_key_replaces_the_request() {
-    let asked = InputRequired::new().list_roots("k").elicit_url("k", "m", "https://x");
+    let asked = InputRequired::new()
+        .list_roots("k")
+        .elicit_url("k", "m", "https://x");
     assert_eq!(asked.requests.len(), 1);
     assert!(matches!(
         asked.requested("k"),

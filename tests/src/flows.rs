@@ -90,9 +90,15 @@ pub fn assert_form(result: &Value, key: &str, property: &str, ty: Option<&str>) 
         params.get("mode").is_none() || params["mode"] == "form",
         "expected a form elicitation: {req}"
     );
-    assert!(params["message"].is_string(), "an elicitation needs a message: {req}");
+    assert!(
+        params["message"].is_string(),
+        "an elicitation needs a message: {req}"
+    );
     let schema = &params["requestedSchema"];
-    assert_eq!(schema["type"], "object", "requestedSchema must be an object schema: {req}");
+    assert_eq!(
+        schema["type"], "object",
+        "requestedSchema must be an object schema: {req}"
+    );
     let prop = schema["properties"]
         .get(property)
         .unwrap_or_else(|| panic!("requestedSchema lacks property `{property}`: {req}"));
@@ -141,7 +147,10 @@ pub fn work_item_duplicate(client: &dyn McpClient) {
     });
     assert_eq!(
         asked,
-        vec![vec!["resolution".to_string()], vec!["duplicate_of".to_string()]],
+        vec![
+            vec!["resolution".to_string()],
+            vec!["duplicate_of".to_string()]
+        ],
         "{driven:?}"
     );
     let r = driven.complete();
@@ -324,7 +333,11 @@ pub fn probe_ask(client: &dyn McpClient) {
             elicit("accept", Some(json!({"answer": "forty-two"}))),
         ),
         ("url", "elicitation/create", elicit("accept", None)),
-        ("sampling", "sampling/createMessage", sampled("sampled-answer")),
+        (
+            "sampling",
+            "sampling/createMessage",
+            sampled("sampled-answer"),
+        ),
         (
             "sampling_tools",
             "sampling/createMessage",
@@ -344,7 +357,9 @@ pub fn probe_ask(client: &dyn McpClient) {
         }
         if kind == "sampling_tools" {
             assert!(
-                req["params"]["tools"].as_array().is_some_and(|t| !t.is_empty()),
+                req["params"]["tools"]
+                    .as_array()
+                    .is_some_and(|t| !t.is_empty()),
                 "sampling_tools should offer tools: {req}"
             );
         }

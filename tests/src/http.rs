@@ -63,8 +63,13 @@ impl Reply {
 
     /// The media type of the body, without parameters, lower-case.
     pub fn media_type(&self) -> Option<String> {
-        self.header("content-type")
-            .map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+        self.header("content-type").map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
     }
 
     /// Whether the body is an SSE stream.
@@ -106,6 +111,43 @@ impl Reply {
         } else {
             self.json()
         }
+    }
+
+    /// Asserts this is a JSON-RPC error with HTTP `status` and `code` that
+    /// echoes `id` (`None`: carries no id, as when the id could not be read).
+    /// Returns the JSON body.
+    #[track_caller]
+    pub fn assert_error(&self, status: u16, code: i64, id: Option<&Value>) -> Value {
+        assert_eq!(
+            self.status,
+            status,
+            "wrong HTTP status; body: {}",
+            self.text()
+        );
+        let body = self.message();
+        assert_eq!(
+            body["error"]["code"].as_i64(),
+            Some(code),
+            "wrong JSON-RPC error (HTTP {}): {body}",
+            self.status
+        );
+        assert!(
+            body["error"]["message"].is_string(),
+            "an error needs a message: {body}"
+        );
+        assert_eq!(body["jsonrpc"], "2.0", "{body}");
+        match id {
+            Some(id) => assert_eq!(
+                body.get("id"),
+                Some(id),
+                "the error must echo the id: {body}"
+            ),
+            None => assert!(
+                body.get("id").is_none(),
+                "an error for a message whose id could not be read carries no id: {body}"
+            ),
+        }
+        body
     }
 
     /// The SSE events before the final response (empty for a JSON body).
@@ -360,10 +402,7 @@ pub fn raw_http(addr: &str, request: &[u8]) -> Reply {
 
 fn dechunk(mut data: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    loop {
-        let Some(eol) = data.windows(2).position(|w| w == b"\r\n") else {
-            break;
-        };
+    while let Some(eol) = data.windows(2).position(|w| w == b"\r\n") {
         let size_text = String::from_utf8_lossy(&data[..eol]);
         let size_text = size_text.split(';').next().unwrap_or("").trim();
         let Ok(size) = usize::from_str_radix(size_text, 16) else {

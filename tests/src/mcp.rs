@@ -193,11 +193,7 @@ pub fn error_message(response: &Value) -> String {
 /// Asserts `response` is an error with `code` that echoes `id`.
 #[track_caller]
 pub fn assert_error(response: &Value, code: i64, id: &Value) {
-    assert_eq!(
-        error_code(response),
-        code,
-        "wrong error code in {response}"
-    );
+    assert_eq!(error_code(response), code, "wrong error code in {response}");
     assert_eq!(
         response.get("id"),
         Some(id),
@@ -234,7 +230,11 @@ pub fn result_type(result: &Value) -> &str {
 #[track_caller]
 pub fn complete(response: &Value) -> &Value {
     let r = result(response);
-    assert_eq!(result_type(r), "complete", "expected a complete result: {response}");
+    assert_eq!(
+        result_type(r),
+        "complete",
+        "expected a complete result: {response}"
+    );
     r
 }
 

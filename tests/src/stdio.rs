@@ -142,10 +142,8 @@ impl StdioServer {
             if let Some(found) = inbox.responses.remove(&key) {
                 return Some(found);
             }
-            if !self.pump(&mut inbox, deadline) {
-                if inbox.eof || Instant::now() >= deadline {
-                    return inbox.responses.remove(&key);
-                }
+            if !self.pump(&mut inbox, deadline) && (inbox.eof || Instant::now() >= deadline) {
+                return inbox.responses.remove(&key);
             }
         }
     }

@@ -6,6 +6,6 @@ mod call;
 mod dispatch;
 pub mod envelope;
 pub mod jsonrpc;
-pub mod wire;
+pub(crate) mod wire;
 
 pub use dispatch::{Notifier, ProtocolSettings, Reply, RequestContext, Server};

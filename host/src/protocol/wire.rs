@@ -44,7 +44,7 @@ fn json_object<'a>(text: &'a str, what: &str) -> Result<&'a RawValue, GuestValue
 }
 
 /// Bytes serialized as standard Base64 text.
-struct Base64<'a>(&'a [u8]);
+pub struct Base64<'a>(&'a [u8]);
 
 impl Serialize for Base64<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -61,7 +61,7 @@ fn role(role: wit::Role) -> &'static str {
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Annotations<'a> {
+pub struct Annotations<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     audience: Vec<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -80,7 +80,7 @@ fn annotations(a: &Option<wit::Annotations>) -> Option<Annotations<'_>> {
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct ResourceContents<'a> {
+pub struct ResourceContents<'a> {
     uri: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     mime_type: Option<&'a str>,
@@ -258,7 +258,7 @@ pub struct Tool<'a> {
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct ToolAnnotations<'a> {
+pub struct ToolAnnotations<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     title: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -343,13 +343,13 @@ pub struct Sampling<'a> {
 }
 
 #[derive(Serialize)]
-struct SamplingMessage<'a> {
+pub struct SamplingMessage<'a> {
     role: &'static str,
     content: OneOrMany<Content<'a>>,
 }
 
 /// One item is sent as an object, several as an array (both are valid).
-enum OneOrMany<T> {
+pub enum OneOrMany<T> {
     One(T),
     Many(Vec<T>),
 }
@@ -365,7 +365,7 @@ impl<T: Serialize> Serialize for OneOrMany<T> {
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct ModelPreferences<'a> {
+pub struct ModelPreferences<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     hints: Vec<ModelHint<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -377,13 +377,13 @@ struct ModelPreferences<'a> {
 }
 
 #[derive(Serialize)]
-struct ModelHint<'a> {
+pub struct ModelHint<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     name: Option<&'a str>,
 }
 
 #[derive(Serialize)]
-struct ToolChoice {
+pub struct ToolChoice {
     mode: &'static str,
 }
 

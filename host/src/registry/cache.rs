@@ -16,6 +16,11 @@
 //! renamed into place, so a reader never sees half a file and a file, once
 //! named, never changes. Any cache failure is logged and the component is
 //! compiled as if there were no cache.
+//!
+//! Artifacts are read into memory and deserialized from there, not mapped
+//! with `Component::deserialize_file`: a mapped file that is truncated or
+//! rewritten in place by anyone would crash the host (SIGBUS) or change the
+//! code under it, and reading costs about a millisecond per component.
 
 use std::fs;
 use std::hash::{Hash, Hasher};
@@ -96,31 +101,44 @@ impl CompileCache {
         source: &Path,
     ) -> anyhow::Result<(Component, Origin)> {
         let path = self.path(wasm);
-        if path.is_file() {
-            // SAFETY: `deserialize_file` maps the file and runs the machine
-            // code in it, so the file must be an artifact wasmtime produced
-            // for a compatible engine and must not change while mapped.
-            // - We only open files in our own cache directory whose names we
-            //   derive from the component's SHA-256 and the engine's
-            //   compatibility hash; we write them only via
-            //   `Component::serialize` of a component compiled by this same
-            //   engine configuration (see `store`), and wasmtime also checks
-            //   the artifact's header and engine settings when loading.
-            // - Files are written under a temporary name, synced and renamed
-            //   into place, never modified afterwards: a later rewrite
-            //   replaces the directory entry, not the mapped contents.
-            // - The directory is created private to the user running the
-            //   host. Anyone who can write into it could equally replace the
-            //   host binary, so it is inside the host's trust boundary.
-            match unsafe { Component::deserialize_file(engine, &path) } {
-                Ok(component) => return Ok((component, Origin::Cache)),
-                Err(err) => warn!(
-                    file = %source.display(),
-                    cache = %path.display(),
-                    error = %err,
-                    "ignoring unusable compiled artifact in the cache; compiling again"
-                ),
+        match fs::read(&path) {
+            Ok(artifact) => {
+                // SAFETY: `deserialize` runs the machine code in `artifact`, so
+                // it must be an artifact wasmtime produced for a compatible
+                // engine. It is:
+                // - we only read files in our own cache directory whose names
+                //   we derive from the component's SHA-256 and the engine's
+                //   compatibility hash, and we write them only from
+                //   `Component::serialize` of a component compiled by an
+                //   engine with that hash (see `store`); wasmtime also checks
+                //   the artifact's header and engine settings when loading;
+                // - files are written under a temporary name, synced and
+                //   renamed into place, so a reader never sees half a file;
+                // - the directory is created private to the user running the
+                //   host: anyone who can write into it could equally replace
+                //   the host binary, so it is inside the host's trust boundary.
+                // We read the file into memory rather than mapping it
+                // (`deserialize_file`): a mapped file that someone truncates
+                // or rewrites in place (a `cp` over it, a cleaner) would crash
+                // the host with SIGBUS or change the code under it; a copy
+                // costs about a millisecond per component at start.
+                match unsafe { Component::deserialize(engine, &artifact) } {
+                    Ok(component) => return Ok((component, Origin::Cache)),
+                    Err(err) => warn!(
+                        file = %source.display(),
+                        cache = %path.display(),
+                        error = %err,
+                        "ignoring unusable compiled artifact in the cache; compiling again"
+                    ),
+                }
             }
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(err) => warn!(
+                file = %source.display(),
+                cache = %path.display(),
+                error = %err,
+                "cannot read the compiled artifact in the cache; compiling again"
+            ),
         }
         let started = std::time::Instant::now();
         let component = Component::new(engine, wasm).map_err(anyhow::Error::from)?;

@@ -110,11 +110,13 @@ impl Runtime {
         let engine = engine::build_engine(&limits)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(anyhow::Error::from)
             .context("failed to link WASI p2")?;
         bindings::ToolProvider::add_to_linker::<CallState, HasSelf<CallState>>(
             &mut linker,
             |state| state,
         )
+        .map_err(anyhow::Error::from)
         .context("failed to link the airlock:mcp/host imports")?;
         let ticker = EpochTicker::start(&engine, EPOCH_TICK)?;
         let permits = Semaphore::new(limits.max_concurrent_calls);

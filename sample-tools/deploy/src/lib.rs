@@ -2,11 +2,13 @@
 //!
 //! * `deploy {service, environment}` deploys at once, except to
 //!   `production`, which first needs the user's confirmation.
-//! * `confirm {action}` only asks for a confirmation and reports the answer.
+//! * `confirm {action}` asks for a confirmation until it gets one: the
+//!   smallest multi-round tool (the benchmark peers serve the same).
 //!
 //! Both ask with a one-field form under the key `confirm`:
-//! `{"ok": boolean}`. Only an accepted form with `ok: true` confirms;
-//! declining, cancelling or `ok: false` all refuse. See README.md.
+//! `{"ok": boolean}`. Only an accepted form with `ok: true` confirms. For
+//! `deploy`, declining, cancelling or `ok: false` refuse the deployment; for
+//! `confirm` they mean "not yet", so it asks again. See README.md.
 
 use airlock_guest::{Call, Error, InputRequired, Outcome, Tool, Tools, json};
 use serde::Deserialize;
@@ -39,7 +41,7 @@ impl Tools for Deploy {
             .destructive(true),
             Tool::new(
                 "confirm",
-                "Asks the user to confirm an action and reports whether they did.",
+                "Asks the user to confirm an action, again until they do, then reports it confirmed.",
             )
             .title("Confirm")
             .input_schema(json!({
@@ -92,7 +94,9 @@ fn deploy(call: &Call) -> Result<Outcome, Error> {
         }
     }
     // A real tool would start the deployment here.
-    Ok(Outcome::text(format!("Deployed {service} to {environment}")))
+    Ok(Outcome::text(format!(
+        "Deployed {service} to {environment}"
+    )))
 }
 
 #[derive(Deserialize)]
@@ -103,9 +107,8 @@ struct ConfirmArgs {
 fn confirm(call: &Call) -> Result<Outcome, Error> {
     let ConfirmArgs { action } = call.args()?;
     Ok(match confirmation(call) {
-        Answer::Missing => ask(format!("Confirm {action}?")),
         Answer::Confirmed => Outcome::text(format!("confirmed {action}")),
-        Answer::Refused => Outcome::error(format!("not confirmed {action}")),
+        Answer::Missing | Answer::Refused => ask(format!("Confirm {action}?")),
     })
 }
 
@@ -186,11 +189,13 @@ mod tests {
     }
 
     #[test]
-    fn confirm_reports_the_answer() {
+    fn confirm_asks_until_confirmed() {
         let call = Call::new("confirm", r#"{"action":"reboot"}"#);
         let yes = ElicitationResponse::accept(json!({"ok": true}));
         assert_eq!(answered(&call, yes), Outcome::text("confirmed reboot"));
-        let no = ElicitationResponse::decline();
-        assert_eq!(answered(&call, no), Outcome::error("not confirmed reboot"));
+        for no in [ElicitationResponse::decline(), ElicitationResponse::accept(json!({"ok": false}))] {
+            let again = answered(&call, no);
+            assert!(again.input_required().is_some_and(|i| i.requested("confirm").is_some()));
+        }
     }
 }

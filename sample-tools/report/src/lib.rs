@@ -111,19 +111,28 @@ fn build_report(call: &Call) -> Result<Outcome, Error> {
         // Not finished: ask to be called again with the report so far.
         return Ok(Outcome::continue_with(&report));
     }
-    let text = format!(
-        "Report on {} items:\n{}",
-        report.items,
-        report.lines.join("\n")
-    );
-    Ok(CallResult::text(text.trim_end()).with_structured(&report).into())
+    let mut text = format!("Report on {}:", count(report.items, "item"));
+    for line in &report.lines {
+        text.push('\n');
+        text.push_str(line);
+    }
+    Ok(CallResult::text(text).with_structured(&report).into())
 }
 
 /// One line of the report: `2. "two words": 9 characters, 2 words`.
 fn describe(number: usize, item: &str) -> String {
-    let characters = item.chars().count();
-    let words = item.split_whitespace().count();
-    format!("{number}. {item:?}: {characters} characters, {words} words")
+    let characters = count(item.chars().count(), "character");
+    let words = count(item.split_whitespace().count(), "word");
+    format!("{number}. {item:?}: {characters}, {words}")
+}
+
+/// `1 word`, `2 words`.
+fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 #[cfg(test)]
@@ -152,11 +161,11 @@ mod tests {
         assert_eq!(
             result.text_content(),
             "Report on 5 items:\n\
-             1. \"a\": 1 characters, 1 words\n\
+             1. \"a\": 1 character, 1 word\n\
              2. \"b c\": 3 characters, 2 words\n\
-             3. \"d\": 1 characters, 1 words\n\
-             4. \"e\": 1 characters, 1 words\n\
-             5. \"f\": 1 characters, 1 words"
+             3. \"d\": 1 character, 1 word\n\
+             4. \"e\": 1 character, 1 word\n\
+             5. \"f\": 1 character, 1 word"
         );
     }
 }

@@ -299,7 +299,10 @@ mod tests {
     #[test]
     fn decline_cancels() {
         let (call, asked) = start(json!({"workItemId": 42, "fields": {"State": "Resolved"}}));
-        let call = call.retry(&asked, [("resolution", ElicitationResponse::decline().into())]);
+        let call = call.retry(
+            &asked,
+            [("resolution", ElicitationResponse::decline().into())],
+        );
         assert_eq!(
             WorkItems::call(call),
             Outcome::error("Update of work item 42 cancelled: no Resolution was given.")

@@ -115,18 +115,18 @@ mod tests {
         let asked = outcome.input_required().expect("a roots request");
         let roots = vec![
             Root::new("file:///home/ada/app", Some("App")),
-            Root::new("file:///tmp/notes.md", None),
+            Root::new("file:///home/ada/notes.md", None),
         ];
         let outcome = Workspace::call(call.retry(asked, [("roots", roots.into())]));
         let result = outcome.result().unwrap();
         assert_eq!(
             result.text_content(),
-            "The client exposes 2 roots:\n- App: file:///home/ada/app\n- file:///tmp/notes.md"
+            "The client exposes 2 roots:\n- App: file:///home/ada/app\n- file:///home/ada/notes.md"
         );
         assert_eq!(
             result.structured_content.as_deref(),
             Some(
-                r#"{"roots":[{"uri":"file:///home/ada/app","name":"App"},{"uri":"file:///tmp/notes.md"}]}"#
+                r#"{"roots":[{"uri":"file:///home/ada/app","name":"App"},{"uri":"file:///home/ada/notes.md"}]}"#
             )
         );
     }
