@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 use super::dispatch::{Notifier, Reply, RequestContext, Server, required_str};
 use super::envelope::{self, ClientCapabilities, LogLevel, RequestMeta};
 use super::jsonrpc::{self, Request, RpcError};
+use super::param_headers;
 use super::wire;
 use crate::registry::ToolEntry;
 use crate::runtime::{self, CallError, GuestEvent, wit};
@@ -38,6 +39,13 @@ impl Server {
             Some(arguments @ Value::Object(_)) => arguments,
             Some(_) => return Err(RpcError::invalid_params("Invalid params: arguments must be an object")),
         };
+        if let (Some(annotated), Some(all)) =
+            (self.param_headers.get(name), context.headers.as_ref().and_then(|h| h.all))
+        {
+            param_headers::check(annotated, arguments, |header| {
+                all.get(header).map(|v| v.to_str().map(str::trim).unwrap_or("\u{fffd}"))
+            })?;
+        }
         let entry = self
             .registry
             .find(name)

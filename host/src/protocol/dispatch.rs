@@ -2,6 +2,7 @@
 //! `tools/list` and `tools/call`, after the envelope checks. Transports hand
 //! every decoded request to [`Server::handle`] and write back what it returns.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -11,6 +12,7 @@ use tokio::sync::mpsc;
 
 use super::envelope::{self, MirroredHeaders, PROTOCOL_VERSION, SUPPORTED_VERSIONS};
 use super::jsonrpc::{self, Request, RpcError};
+use super::param_headers::{self, ParamHeader};
 use super::wire;
 use crate::registry::Registry;
 use crate::runtime::Runtime;
@@ -64,6 +66,7 @@ pub struct Server {
     pub(super) sealer: StateSealer,
     pub(super) settings: ProtocolSettings,
     tool_pages: Vec<Vec<Box<RawValue>>>,
+    pub(super) param_headers: HashMap<String, Vec<ParamHeader>>,
     server_info: Box<RawValue>,
 }
 
@@ -93,8 +96,20 @@ impl Server {
         settings: ProtocolSettings,
     ) -> anyhow::Result<Self> {
         let mut tools = Vec::with_capacity(registry.tools().len());
+        let mut param_headers = HashMap::new();
         for entry in registry.tools() {
             let json = serde_json::to_string(&wire::tool(&entry.tool)?)?;
+            let schema: Value = serde_json::from_str(&entry.tool.input_schema)?;
+            match param_headers::annotations(&schema) {
+                Ok(found) if found.is_empty() => {}
+                Ok(found) => {
+                    param_headers.insert(entry.tool.name.clone(), found);
+                }
+                Err(problem) => tracing::warn!(
+                    tool = %entry.tool.name, file = %entry.source().display(), %problem,
+                    "ignoring invalid x-mcp-header annotations (HTTP clients will drop this tool)"
+                ),
+            }
             tools.push(RawValue::from_string(json)?);
         }
         let page_size = settings.page_size.max(1);
@@ -106,7 +121,7 @@ impl Server {
         let server_info = RawValue::from_string(
             json!({ "name": "airlock", "version": env!("CARGO_PKG_VERSION") }).to_string(),
         )?;
-        Ok(Self { runtime, registry, sealer, settings, tool_pages, server_info })
+        Ok(Self { runtime, registry, sealer, settings, tool_pages, param_headers, server_info })
     }
 
     pub(super) fn meta(&self) -> ResultMeta<'_> {

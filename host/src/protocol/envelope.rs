@@ -136,6 +136,8 @@ pub struct MirroredHeaders<'a> {
     pub method: Option<&'a str>,
     /// `Mcp-Name` (may be Base64-sentinel encoded).
     pub name: Option<&'a str>,
+    /// Every header, for the `Mcp-Param-*` ones.
+    pub all: Option<&'a axum::http::HeaderMap>,
 }
 
 /// Reads and checks the request `_meta` and, on HTTP, the mirrored headers
@@ -260,7 +262,7 @@ mod tests {
     }
 
     fn headers<'a>(version: &'a str, method: &'a str) -> MirroredHeaders<'a> {
-        MirroredHeaders { protocol_version: Some(version), method: Some(method), name: None }
+        MirroredHeaders { protocol_version: Some(version), method: Some(method), ..Default::default() }
     }
 
     #[test]
@@ -292,7 +294,7 @@ mod tests {
         assert!(check_envelope("tools/list", &p, Some(&headers(PROTOCOL_VERSION, "tools/list"))).is_ok());
         let e = check_envelope("tools/list", &p, Some(&headers(PROTOCOL_VERSION, "TOOLS/LIST"))).unwrap_err();
         assert_eq!(e.code, codes::HEADER_MISMATCH);
-        let missing = MirroredHeaders { protocol_version: Some(PROTOCOL_VERSION), method: None, name: None };
+        let missing = MirroredHeaders { protocol_version: Some(PROTOCOL_VERSION), ..Default::default() };
         assert_eq!(check_envelope("tools/list", &p, Some(&missing)).unwrap_err().code, codes::HEADER_MISMATCH);
         assert!(check_envelope("tools/list", &p, None).is_ok(), "stdio has no headers");
     }
@@ -321,7 +323,7 @@ mod tests {
 
     #[test]
     fn name_header_decodes_the_base64_sentinel_strictly() {
-        let with = |name| MirroredHeaders { protocol_version: None, method: None, name: Some(name) };
+        let with = |name| MirroredHeaders { name: Some(name), ..Default::default() };
         assert!(check_name_header(Some(&with("=?base64?SGVsbG8=?=")), "Hello").is_ok());
         assert_eq!(check_name_header(Some(&with("=?base64?SGVsbG8?=")), "Hello").unwrap_err().code, codes::HEADER_MISMATCH);
         assert_eq!(check_name_header(Some(&with("=?base64?SGVs!!!bG8=?=")), "Hello").unwrap_err().code, codes::HEADER_MISMATCH);

@@ -6,6 +6,7 @@ mod call;
 mod dispatch;
 pub mod envelope;
 pub mod jsonrpc;
+pub mod param_headers;
 pub(crate) mod wire;
 
 pub use dispatch::{Notifier, ProtocolSettings, Reply, RequestContext, Server};

@@ -211,6 +211,7 @@ async fn handle_post(State(app): State<Arc<App>>, headers: HeaderMap, body: Body
             protocol_version: header_str(&headers, "mcp-protocol-version"),
             method: header_str(&headers, "mcp-method"),
             name: header_str(&headers, "mcp-name"),
+            all: Some(&headers),
         };
         let context = RequestContext { principal: &principal, headers: Some(mirrored) };
         server.handle(&request, context, notifier.as_ref()).await
