@@ -26,7 +26,9 @@ pub struct TokenTable {
 
 impl std::fmt::Debug for TokenTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TokenTable").field("tokens", &self.by_digest.len()).finish()
+        f.debug_struct("TokenTable")
+            .field("tokens", &self.by_digest.len())
+            .finish()
     }
 }
 
@@ -53,13 +55,22 @@ impl TokenTable {
                 continue;
             }
             let mut fields = line.split_whitespace();
-            let (Some(token), Some(principal), None) = (fields.next(), fields.next(), fields.next()) else {
+            let (Some(token), Some(principal), None) =
+                (fields.next(), fields.next(), fields.next())
+            else {
                 bail!("line {}: expected `<token> <principal>`", number + 1);
             };
             if token.len() < 16 {
-                bail!("line {}: tokens must be at least 16 characters long", number + 1);
+                bail!(
+                    "line {}: tokens must be at least 16 characters long",
+                    number + 1
+                );
             }
-            if table.by_digest.insert(token_digest(token), principal.to_owned()).is_some() {
+            if table
+                .by_digest
+                .insert(token_digest(token), principal.to_owned())
+                .is_some()
+            {
                 bail!("line {}: this token is already listed", number + 1);
             }
         }
@@ -77,7 +88,9 @@ impl TokenTable {
         if !scheme.eq_ignore_ascii_case("bearer") {
             return None;
         }
-        self.by_digest.get(&token_digest(token.trim())).map(String::as_str)
+        self.by_digest
+            .get(&token_digest(token.trim()))
+            .map(String::as_str)
     }
 
     /// How many tokens are configured.
@@ -97,22 +110,48 @@ mod tests {
 
     #[test]
     fn maps_bearer_tokens_to_principals() {
-        let table = TokenTable::parse("# team\nalice-token-0123456789 alice\n\nbob-token-0123456789 bob\n").unwrap();
+        let table =
+            TokenTable::parse("# team\nalice-token-0123456789 alice\n\nbob-token-0123456789 bob\n")
+                .unwrap();
         assert_eq!(table.len(), 2);
-        assert_eq!(table.authenticate(Some("Bearer alice-token-0123456789")), Some("alice"));
-        assert_eq!(table.authenticate(Some("bearer  bob-token-0123456789 ")), Some("bob"));
-        assert_eq!(table.authenticate(Some("Bearer alice-token-012345678")), None);
-        assert_eq!(table.authenticate(Some("Basic alice-token-0123456789")), None);
+        assert_eq!(
+            table.authenticate(Some("Bearer alice-token-0123456789")),
+            Some("alice")
+        );
+        assert_eq!(
+            table.authenticate(Some("bearer  bob-token-0123456789 ")),
+            Some("bob")
+        );
+        assert_eq!(
+            table.authenticate(Some("Bearer alice-token-012345678")),
+            None
+        );
+        assert_eq!(
+            table.authenticate(Some("Basic alice-token-0123456789")),
+            None
+        );
         assert_eq!(table.authenticate(None), None);
     }
 
     #[test]
     fn refuses_bad_files_without_echoing_tokens() {
-        for bad in ["", "# only a comment", "short alice", "a-long-enough-token-1 alice extra", "lonely-token-0123456789"] {
+        for bad in [
+            "",
+            "# only a comment",
+            "short alice",
+            "a-long-enough-token-1 alice extra",
+            "lonely-token-0123456789",
+        ] {
             let error = TokenTable::parse(bad).unwrap_err().to_string();
             assert!(!error.contains("token-0123456789"), "{error}");
         }
         assert!(TokenTable::parse("same-token-0123456789 a\nsame-token-0123456789 b").is_err());
-        assert!(!format!("{:?}", TokenTable::parse("secret-token-0123456789 a").unwrap()).contains("secret"));
+        assert!(
+            !format!(
+                "{:?}",
+                TokenTable::parse("secret-token-0123456789 a").unwrap()
+            )
+            .contains("secret")
+        );
     }
 }

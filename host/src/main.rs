@@ -16,7 +16,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Load the tool components of a directory and serve them over Streamable HTTP or stdio.
-    Serve(airlock::serve::ServeOptions),
+    Serve(Box<airlock::serve::ServeOptions>),
     /// Print a new random key for sealing requestState (one line, base64url).
     Keygen,
 }
@@ -44,7 +44,7 @@ fn main() -> ExitCode {
                 .enable_all()
                 .build()
                 .map_err(anyhow::Error::from)
-                .and_then(|runtime| runtime.block_on(airlock::serve::run(options)))
+                .and_then(|runtime| runtime.block_on(airlock::serve::run(*options)))
         }
     };
     match result {

@@ -84,13 +84,18 @@ fn load_keys(options: &ServeOptions) -> anyhow::Result<KeyRing> {
     if let Some(path) = &options.state_keys_file {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read state keys file {}", path.display()))?;
-        let keys = KeyRing::parse(&text).with_context(|| format!("invalid state keys file {}", path.display()))?;
+        let keys = KeyRing::parse(&text)
+            .with_context(|| format!("invalid state keys file {}", path.display()))?;
         tracing::info!(file = %path.display(), keys = keys.key_ids().len(), "state keys loaded");
         return Ok(keys);
     }
     if let Ok(text) = std::env::var(STATE_KEYS_ENV) {
         let keys = KeyRing::parse(&text).with_context(|| format!("invalid {STATE_KEYS_ENV}"))?;
-        tracing::info!(source = STATE_KEYS_ENV, keys = keys.key_ids().len(), "state keys loaded");
+        tracing::info!(
+            source = STATE_KEYS_ENV,
+            keys = keys.key_ids().len(),
+            "state keys loaded"
+        );
         return Ok(keys);
     }
     tracing::warn!(
@@ -120,18 +125,34 @@ pub async fn run(options: ServeOptions) -> anyhow::Result<()> {
         ..RuntimeLimits::default()
     };
     let runtime = Runtime::new(limits).context("cannot start the WebAssembly runtime")?;
-    let cache_dir = if options.no_cache { None } else { options.cache_dir.clone().or_else(registry::default_cache_dir) };
+    let cache_dir = if options.no_cache {
+        None
+    } else {
+        options
+            .cache_dir
+            .clone()
+            .or_else(registry::default_cache_dir)
+    };
     let registry = Registry::load(&runtime, &options.tools, cache_dir.as_deref()).await?;
     if registry.tools().is_empty() {
         tracing::warn!(dir = %options.tools.display(), "no tools loaded: drop tool components (*.wasm) into this directory");
     }
-    let sealer = StateSealer::new(keys, Duration::from_secs(options.state_ttl_secs), StateLimits::default());
-    let settings = ProtocolSettings { max_rounds: options.max_rounds, ..ProtocolSettings::default() };
+    let sealer = StateSealer::new(
+        keys,
+        Duration::from_secs(options.state_ttl_secs),
+        StateLimits::default(),
+    );
+    let settings = ProtocolSettings {
+        max_rounds: options.max_rounds,
+        ..ProtocolSettings::default()
+    };
     let server = Arc::new(Server::new(runtime, Arc::new(registry), sealer, settings)?);
     let max_body = kib(options.max_body_kib);
     if options.stdio {
         tracing::info!("serving MCP on stdio");
-        return stdio::serve(server, max_body).await.context("stdio transport failed");
+        return stdio::serve(server, max_body)
+            .await
+            .context("stdio transport failed");
     }
     let listener = tokio::net::TcpListener::bind(options.listen)
         .await
@@ -139,12 +160,17 @@ pub async fn run(options: ServeOptions) -> anyhow::Result<()> {
     let address = listener.local_addr()?;
     if tokens.is_none() {
         if address.ip().is_loopback() {
-            tracing::info!("no tokens file: every HTTP client is principal 'anonymous' (fine for local development)");
+            tracing::info!(
+                "no tokens file: every HTTP client is principal 'anonymous' (fine for local development)"
+            );
         } else {
-            tracing::warn!("no tokens file on a non-loopback address: anyone who can reach {address} can call every tool; use --tokens-file");
+            tracing::warn!(
+                "no tokens file on a non-loopback address: anyone who can reach {address} can call every tool; use --tokens-file"
+            );
         }
     }
-    let mut allowed_hosts: Vec<String> = http::LOCAL_HOSTS.iter().map(|h| (*h).to_owned()).collect();
+    let mut allowed_hosts: Vec<String> =
+        http::LOCAL_HOSTS.iter().map(|h| (*h).to_owned()).collect();
     allowed_hosts.extend(options.allowed_hosts.iter().cloned());
     if options.allowed_origins.iter().any(|o| !o.contains("://")) {
         bail!("--allowed-origin takes a full origin such as https://app.example.com");
@@ -160,5 +186,7 @@ pub async fn run(options: ServeOptions) -> anyhow::Result<()> {
         let _ = tokio::signal::ctrl_c().await;
         tracing::info!("shutting down");
     };
-    http::serve(server, settings, listener, shutdown).await.context("HTTP transport failed")
+    http::serve(server, settings, listener, shutdown)
+        .await
+        .context("HTTP transport failed")
 }

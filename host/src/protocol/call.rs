@@ -37,13 +37,19 @@ impl Server {
         let arguments = match params.get("arguments") {
             None | Some(Value::Null) => &no_arguments,
             Some(arguments @ Value::Object(_)) => arguments,
-            Some(_) => return Err(RpcError::invalid_params("Invalid params: arguments must be an object")),
+            Some(_) => {
+                return Err(RpcError::invalid_params(
+                    "Invalid params: arguments must be an object",
+                ));
+            }
         };
-        if let (Some(annotated), Some(all)) =
-            (self.param_headers.get(name), context.headers.as_ref().and_then(|h| h.all))
-        {
+        if let (Some(annotated), Some(all)) = (
+            self.param_headers.get(name),
+            context.headers.as_ref().and_then(|h| h.all),
+        ) {
             param_headers::check(annotated, arguments, |header| {
-                all.get(header).map(|v| v.to_str().map(str::trim).unwrap_or("\u{fffd}"))
+                all.get(header)
+                    .map(|v| v.to_str().map(str::trim).unwrap_or("\u{fffd}"))
             })?;
         }
         let entry = self
@@ -79,12 +85,28 @@ impl Server {
                 }
                 (opened.round + 1, opened.guest_state)
             }
-            Some(_) => return Err(RpcError::invalid_params("Invalid params: requestState must be a string")),
+            Some(_) => {
+                return Err(RpcError::invalid_params(
+                    "Invalid params: requestState must be a string",
+                ));
+            }
         };
-        let round = wit::Round { number, responses, state, client: capabilities(&meta.capabilities) };
+        let round = wit::Round {
+            number,
+            responses,
+            state,
+            client: capabilities(&meta.capabilities),
+        };
         let started = std::time::Instant::now();
-        let outcome = self.run(entry, &arguments.to_string(), round, meta, notifier).await;
-        tracing::debug!(tool = name, round = number, elapsed_us = started.elapsed().as_micros() as u64, "tool call");
+        let outcome = self
+            .run(entry, &arguments.to_string(), round, meta, notifier)
+            .await;
+        tracing::debug!(
+            tool = name,
+            round = number,
+            elapsed_us = started.elapsed().as_micros() as u64,
+            "tool call"
+        );
         match outcome {
             Err(error) => {
                 tracing::warn!(tool = name, file = %entry.source().display(), %error, "tool call failed");
@@ -139,12 +161,20 @@ impl Server {
         input: &wit::InputRequired,
     ) -> Result<Reply, RpcError> {
         if input.requests.is_empty() && input.state.is_none() {
-            return Ok(self.invalid_outcome(&request.id, entry, "asked for input without any request or state"));
+            return Ok(self.invalid_outcome(
+                &request.id,
+                entry,
+                "asked for input without any request or state",
+            ));
         }
         let mut keys = std::collections::HashSet::new();
         for (key, _) in &input.requests {
             if key.is_empty() || !keys.insert(key.as_str()) {
-                return Ok(self.invalid_outcome(&request.id, entry, &format!("input request key {key:?} is empty or repeated")));
+                return Ok(self.invalid_outcome(
+                    &request.id,
+                    entry,
+                    &format!("input request key {key:?} is empty or repeated"),
+                ));
             }
         }
         check_capabilities(&entry.tool.name, &input.requests, &meta.capabilities)?;
@@ -161,11 +191,14 @@ impl Server {
             Ok(token) => token,
             Err(error) => return Ok(self.invalid_outcome(&request.id, entry, &error.to_string())),
         };
-        Ok(self.reply(&request.id, InputRequiredResult {
-            result_type: "input_required",
-            input_requests: (!requests.is_empty()).then_some(KeyedRequests(requests)),
-            request_state: token,
-        }))
+        Ok(self.reply(
+            &request.id,
+            InputRequiredResult {
+                result_type: "input_required",
+                input_requests: (!requests.is_empty()).then_some(KeyedRequests(requests)),
+                request_state: token,
+            },
+        ))
     }
 
     /// A complete result with `isError`, for a tool that failed to run.
@@ -186,13 +219,20 @@ impl Server {
 
     fn invalid_outcome(&self, id: &Value, entry: &ToolEntry, problem: &str) -> Reply {
         tracing::warn!(tool = %entry.tool.name, file = %entry.source().display(), problem, "tool returned an invalid outcome");
-        self.tool_failure(id, &entry.tool.name, &format!("it returned an invalid outcome: {problem}"))
+        self.tool_failure(
+            id,
+            &entry.tool.name,
+            &format!("it returned an invalid outcome: {problem}"),
+        )
     }
 }
 
 fn unreachable_reply(id: &Value) -> Reply {
     let error = RpcError::internal("cannot encode a failure result");
-    Reply { body: jsonrpc::encode_error(Some(id), &error), http_status: error.http_status }
+    Reply {
+        body: jsonrpc::encode_error(Some(id), &error),
+        http_status: error.http_status,
+    }
 }
 
 /// `InputRequiredResult`.
@@ -245,17 +285,23 @@ fn check_capabilities(
     };
     for (_, request) in requests {
         match request {
-            wit::InputRequest::Elicitation(wit::ElicitationRequest::Form(_)) if !caps.elicitation_form => {
+            wit::InputRequest::Elicitation(wit::ElicitationRequest::Form(_))
+                if !caps.elicitation_form =>
+            {
                 need("elicitation", caps.elicitation_url.then_some("form"));
             }
-            wit::InputRequest::Elicitation(wit::ElicitationRequest::Url(_)) if !caps.elicitation_url => {
+            wit::InputRequest::Elicitation(wit::ElicitationRequest::Url(_))
+                if !caps.elicitation_url =>
+            {
                 need("elicitation", Some("url"));
             }
             wit::InputRequest::Sampling(sampling) => {
                 if !caps.sampling {
                     need("sampling", None);
                 }
-                if (!sampling.tools.is_empty() || sampling.tool_choice.is_some()) && !caps.sampling_tools {
+                if (!sampling.tools.is_empty() || sampling.tool_choice.is_some())
+                    && !caps.sampling_tools
+                {
                     need("sampling", Some("tools"));
                 }
                 let wants_context = matches!(
@@ -275,7 +321,9 @@ fn check_capabilities(
     }
     let names = required.keys().cloned().collect::<Vec<_>>().join(", ");
     Err(envelope::missing_capability(
-        format!("Tool '{tool}' needs the client capability {names}; declare it in _meta clientCapabilities"),
+        format!(
+            "Tool '{tool}' needs the client capability {names}; declare it in _meta clientCapabilities"
+        ),
         Value::Object(required),
     ))
 }
@@ -283,7 +331,11 @@ fn check_capabilities(
 /// Turns a guest event into the notification the client asked for, if any.
 fn notification(event: GuestEvent, meta: &RequestMeta, tool: &str) -> Option<Vec<u8>> {
     match event {
-        GuestEvent::Progress { progress, total, message } => {
+        GuestEvent::Progress {
+            progress,
+            total,
+            message,
+        } => {
             let token = meta.progress_token.as_ref()?;
             let mut params = json!({ "progressToken": token, "progress": progress });
             if let Some(total) = total {
@@ -292,7 +344,10 @@ fn notification(event: GuestEvent, meta: &RequestMeta, tool: &str) -> Option<Vec
             if let Some(message) = message {
                 params["message"] = json!(message);
             }
-            Some(jsonrpc::encode_notification("notifications/progress", &params))
+            Some(jsonrpc::encode_notification(
+                "notifications/progress",
+                &params,
+            ))
         }
         GuestEvent::Log { level, message } => {
             let level = log_level(level);
@@ -300,7 +355,10 @@ fn notification(event: GuestEvent, meta: &RequestMeta, tool: &str) -> Option<Vec
                 return None;
             }
             let params = json!({ "level": level.as_str(), "logger": tool, "data": message });
-            Some(jsonrpc::encode_notification("notifications/message", &params))
+            Some(jsonrpc::encode_notification(
+                "notifications/message",
+                &params,
+            ))
         }
     }
 }
@@ -337,9 +395,16 @@ mod tests {
     }
 
     fn required(requests: Vec<wit::InputRequest>, caps: ClientCapabilities) -> Option<Value> {
-        let keyed: Vec<_> = requests.into_iter().enumerate().map(|(i, r)| (i.to_string(), r)).collect();
+        let keyed: Vec<_> = requests
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| (i.to_string(), r))
+            .collect();
         check_capabilities("t", &keyed, &caps).err().map(|e| {
-            assert_eq!((e.code, e.http_status), (jsonrpc::codes::MISSING_REQUIRED_CLIENT_CAPABILITY, 400));
+            assert_eq!(
+                (e.code, e.http_status),
+                (jsonrpc::codes::MISSING_REQUIRED_CLIENT_CAPABILITY, 400)
+            );
             e.data.unwrap()["requiredCapabilities"].clone()
         })
     }
@@ -347,12 +412,27 @@ mod tests {
     #[test]
     fn undeclared_capabilities_are_named() {
         let none = ClientCapabilities::default();
-        assert_eq!(required(vec![form(), wit::InputRequest::Roots], none), Some(json!({"elicitation": {}, "roots": {}})));
-        let form_only = ClientCapabilities { elicitation_form: true, ..none };
+        assert_eq!(
+            required(vec![form(), wit::InputRequest::Roots], none),
+            Some(json!({"elicitation": {}, "roots": {}}))
+        );
+        let form_only = ClientCapabilities {
+            elicitation_form: true,
+            ..none
+        };
         assert_eq!(required(vec![form()], form_only), None);
-        assert_eq!(required(vec![url()], form_only), Some(json!({"elicitation": {"url": {}}})));
-        let url_only = ClientCapabilities { elicitation_url: true, ..none };
-        assert_eq!(required(vec![form()], url_only), Some(json!({"elicitation": {"form": {}}})));
+        assert_eq!(
+            required(vec![url()], form_only),
+            Some(json!({"elicitation": {"url": {}}}))
+        );
+        let url_only = ClientCapabilities {
+            elicitation_url: true,
+            ..none
+        };
+        assert_eq!(
+            required(vec![form()], url_only),
+            Some(json!({"elicitation": {"form": {}}}))
+        );
     }
 
     #[test]
@@ -363,17 +443,45 @@ mod tests {
             progress_token: token,
             log_level: level,
         };
-        let progress = || GuestEvent::Progress { progress: 1.0, total: Some(2.0), message: None };
-        let log = |level| GuestEvent::Log { level, message: "hello".into() };
+        let progress = || GuestEvent::Progress {
+            progress: 1.0,
+            total: Some(2.0),
+            message: None,
+        };
+        let log = |level| GuestEvent::Log {
+            level,
+            message: "hello".into(),
+        };
         assert!(notification(progress(), &meta(None, None), "t").is_none());
-        let note: Value = serde_json::from_slice(&notification(progress(), &meta(Some(json!(7)), None), "t").unwrap()).unwrap();
-        assert_eq!(note["params"], json!({"progressToken": 7, "progress": 1.0, "total": 2.0}));
-        assert!(notification(log(runtime::LogLevel::Error), &meta(None, None), "t").is_none());
-        assert!(notification(log(runtime::LogLevel::Info), &meta(None, Some(LogLevel::Warning)), "t").is_none());
         let note: Value = serde_json::from_slice(
-            &notification(log(runtime::LogLevel::Error), &meta(None, Some(LogLevel::Warning)), "t").unwrap(),
+            &notification(progress(), &meta(Some(json!(7)), None), "t").unwrap(),
         )
         .unwrap();
-        assert_eq!(note["params"], json!({"level": "error", "logger": "t", "data": "hello"}));
+        assert_eq!(
+            note["params"],
+            json!({"progressToken": 7, "progress": 1.0, "total": 2.0})
+        );
+        assert!(notification(log(runtime::LogLevel::Error), &meta(None, None), "t").is_none());
+        assert!(
+            notification(
+                log(runtime::LogLevel::Info),
+                &meta(None, Some(LogLevel::Warning)),
+                "t"
+            )
+            .is_none()
+        );
+        let note: Value = serde_json::from_slice(
+            &notification(
+                log(runtime::LogLevel::Error),
+                &meta(None, Some(LogLevel::Warning)),
+                "t",
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            note["params"],
+            json!({"level": "error", "logger": "t", "data": "hello"})
+        );
     }
 }

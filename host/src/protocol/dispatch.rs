@@ -37,7 +37,12 @@ pub struct ProtocolSettings {
 
 impl Default for ProtocolSettings {
     fn default() -> Self {
-        Self { max_rounds: 32, list_ttl_ms: 60_000, page_size: 100, instructions: None }
+        Self {
+            max_rounds: 32,
+            list_ttl_ms: 60_000,
+            page_size: 100,
+            instructions: None,
+        }
     }
 }
 
@@ -121,26 +126,53 @@ impl Server {
         let server_info = RawValue::from_string(
             json!({ "name": "airlock", "version": env!("CARGO_PKG_VERSION") }).to_string(),
         )?;
-        Ok(Self { runtime, registry, sealer, settings, tool_pages, param_headers, server_info })
+        Ok(Self {
+            runtime,
+            registry,
+            sealer,
+            settings,
+            tool_pages,
+            param_headers,
+            server_info,
+        })
     }
 
     pub(super) fn meta(&self) -> ResultMeta<'_> {
-        ResultMeta { server_info: &self.server_info }
+        ResultMeta {
+            server_info: &self.server_info,
+        }
     }
 
     /// Encodes a result with `_meta`.
     pub(super) fn reply(&self, id: &Value, result: impl Serialize) -> Reply {
-        Reply { body: jsonrpc::encode_result(id, &WithMeta { result, meta: self.meta() }), http_status: 200 }
+        Reply {
+            body: jsonrpc::encode_result(
+                id,
+                &WithMeta {
+                    result,
+                    meta: self.meta(),
+                },
+            ),
+            http_status: 200,
+        }
     }
 
     /// Answers one request. Notifications produced while it runs (progress,
     /// log messages) go to `notifier`, in order, before the reply.
-    pub async fn handle(&self, request: &Request, context: RequestContext<'_>, notifier: Option<&Notifier>) -> Reply {
+    pub async fn handle(
+        &self,
+        request: &Request,
+        context: RequestContext<'_>,
+        notifier: Option<&Notifier>,
+    ) -> Reply {
         match self.route(request, context, notifier).await {
             Ok(reply) => reply,
             Err(error) => {
                 tracing::debug!(method = %request.method, code = error.code, message = %error.message, "request failed");
-                Reply { body: jsonrpc::encode_error(Some(&request.id), &error), http_status: error.http_status }
+                Reply {
+                    body: jsonrpc::encode_error(Some(&request.id), &error),
+                    http_status: error.http_status,
+                }
             }
         }
     }
@@ -154,7 +186,8 @@ impl Server {
         if request.method == "initialize" && !request.params.contains_key("_meta") {
             return Err(legacy_initialize());
         }
-        let meta = envelope::check_envelope(&request.method, &request.params, context.headers.as_ref())?;
+        let meta =
+            envelope::check_envelope(&request.method, &request.params, context.headers.as_ref())?;
         match request.method.as_str() {
             "server/discover" => Ok(self.reply(&request.id, self.discover())),
             "tools/list" => self.list_tools(request),
@@ -200,18 +233,31 @@ impl Server {
             None | Some(Value::Null) => 0,
             Some(Value::String(cursor)) => decode_cursor(cursor)
                 .filter(|page| *page < self.tool_pages.len())
-                .ok_or_else(|| RpcError::invalid_params(format!("Invalid params: unknown cursor '{cursor}'")))?,
-            Some(_) => return Err(RpcError::invalid_params("Invalid params: cursor must be a string")),
+                .ok_or_else(|| {
+                    RpcError::invalid_params(format!("Invalid params: unknown cursor '{cursor}'"))
+                })?,
+            Some(_) => {
+                return Err(RpcError::invalid_params(
+                    "Invalid params: cursor must be a string",
+                ));
+            }
         };
-        let tools = self.tool_pages.get(page).map(Vec::as_slice).unwrap_or_default();
+        let tools = self
+            .tool_pages
+            .get(page)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         let next_cursor = (page + 1 < self.tool_pages.len()).then(|| encode_cursor(page + 1));
-        Ok(self.reply(&request.id, ListTools {
-            result_type: "complete",
-            tools,
-            next_cursor,
-            ttl_ms: self.settings.list_ttl_ms,
-            cache_scope: "public",
-        }))
+        Ok(self.reply(
+            &request.id,
+            ListTools {
+                result_type: "complete",
+                tools,
+                next_cursor,
+                ttl_ms: self.settings.list_ttl_ms,
+                cache_scope: "public",
+            },
+        ))
     }
 }
 
@@ -223,8 +269,14 @@ fn encode_cursor(page: usize) -> String {
 
 fn decode_cursor(cursor: &str) -> Option<usize> {
     use base64::Engine as _;
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(cursor).ok()?;
-    std::str::from_utf8(&bytes).ok()?.strip_prefix("page-")?.parse().ok()
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(cursor)
+        .ok()?;
+    std::str::from_utf8(&bytes)
+        .ok()?
+        .strip_prefix("page-")?
+        .parse()
+        .ok()
 }
 
 /// Methods that older revisions had and 2026-07-28 removed.
@@ -267,11 +319,18 @@ impl RpcError {
 }
 
 /// Reads a required string parameter.
-pub(super) fn required_str<'a>(params: &'a Map<String, Value>, name: &str) -> Result<&'a str, RpcError> {
+pub(super) fn required_str<'a>(
+    params: &'a Map<String, Value>,
+    name: &str,
+) -> Result<&'a str, RpcError> {
     match params.get(name) {
         Some(Value::String(value)) => Ok(value),
-        Some(_) => Err(RpcError::invalid_params(format!("Invalid params: {name} must be a string"))),
-        None => Err(RpcError::invalid_params(format!("Invalid params: missing {name}"))),
+        Some(_) => Err(RpcError::invalid_params(format!(
+            "Invalid params: {name} must be a string"
+        ))),
+        None => Err(RpcError::invalid_params(format!(
+            "Invalid params: missing {name}"
+        ))),
     }
 }
 
@@ -289,9 +348,15 @@ mod tests {
     #[test]
     fn removed_methods_say_so() {
         let e = unknown_method("ping");
-        assert_eq!((e.code, e.http_status), (jsonrpc::codes::METHOD_NOT_FOUND, 404));
+        assert_eq!(
+            (e.code, e.http_status),
+            (jsonrpc::codes::METHOD_NOT_FOUND, 404)
+        );
         assert!(e.message.contains("does not exist in MCP 2026-07-28"));
         assert_eq!(unknown_method("x/y").message, "Method not found: x/y");
-        assert_eq!(legacy_initialize().data.unwrap()["supported"][0], PROTOCOL_VERSION);
+        assert_eq!(
+            legacy_initialize().data.unwrap()["supported"][0],
+            PROTOCOL_VERSION
+        );
     }
 }

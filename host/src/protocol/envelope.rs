@@ -150,11 +150,17 @@ pub fn check_envelope(
     if let Some(headers) = headers
         && headers.protocol_version.is_none()
     {
-        return Err(RpcError::header_mismatch("Missing MCP-Protocol-Version header"));
+        return Err(RpcError::header_mismatch(
+            "Missing MCP-Protocol-Version header",
+        ));
     }
     let meta = params.get("_meta").and_then(Value::as_object);
-    let version = meta.and_then(|m| m.get(META_PROTOCOL_VERSION)).and_then(Value::as_str);
-    let capabilities = meta.and_then(|m| m.get(META_CLIENT_CAPABILITIES)).and_then(Value::as_object);
+    let version = meta
+        .and_then(|m| m.get(META_PROTOCOL_VERSION))
+        .and_then(Value::as_str);
+    let capabilities = meta
+        .and_then(|m| m.get(META_CLIENT_CAPABILITIES))
+        .and_then(Value::as_object);
     let (Some(meta), Some(version), Some(capabilities)) = (meta, version, capabilities) else {
         return Err(RpcError::invalid_params(format!(
             "Invalid params: every request needs params._meta with \"{META_PROTOCOL_VERSION}\" (a string) \
@@ -192,7 +198,11 @@ pub fn check_envelope(
     let progress_token = match meta.get("progressToken") {
         None => None,
         Some(token @ (Value::String(_) | Value::Number(_))) => Some(token.clone()),
-        Some(_) => return Err(RpcError::invalid_params("Invalid params: progressToken must be a string or a number")),
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "Invalid params: progressToken must be a string or a number",
+            ));
+        }
     };
     Ok(RequestMeta {
         protocol_version: version.to_owned(),
@@ -206,7 +216,10 @@ pub fn check_envelope(
 pub fn unsupported_version(requested: &str) -> RpcError {
     RpcError::new(
         codes::UNSUPPORTED_PROTOCOL_VERSION,
-        format!("Unsupported protocol version '{requested}'; this server speaks {}", SUPPORTED_VERSIONS.join(", ")),
+        format!(
+            "Unsupported protocol version '{requested}'; this server speaks {}",
+            SUPPORTED_VERSIONS.join(", ")
+        ),
     )
     .with_data(json!({ "supported": SUPPORTED_VERSIONS, "requested": requested }))
     .with_status(400)
@@ -214,8 +227,13 @@ pub fn unsupported_version(requested: &str) -> RpcError {
 
 /// Checks the `Mcp-Name` header against the body value (`params.name` or
 /// `params.uri`). Does nothing on stdio.
-pub fn check_name_header(headers: Option<&MirroredHeaders<'_>>, body_value: &str) -> Result<(), RpcError> {
-    let Some(headers) = headers else { return Ok(()) };
+pub fn check_name_header(
+    headers: Option<&MirroredHeaders<'_>>,
+    body_value: &str,
+) -> Result<(), RpcError> {
+    let Some(headers) = headers else {
+        return Ok(());
+    };
     let Some(raw) = headers.name else {
         return Err(RpcError::header_mismatch("Missing Mcp-Name header"));
     };
@@ -231,12 +249,17 @@ pub fn check_name_header(headers: Option<&MirroredHeaders<'_>>, body_value: &str
 /// Decodes a mirrored header value: `=?base64?…?=` is strict standard Base64
 /// of UTF-8 bytes; anything else (including a wrong-case prefix) is literal.
 pub fn decode_header_value(raw: &str) -> Result<std::borrow::Cow<'_, str>, RpcError> {
-    let Some(encoded) = raw.strip_prefix("=?base64?").and_then(|r| r.strip_suffix("?=")) else {
+    let Some(encoded) = raw
+        .strip_prefix("=?base64?")
+        .and_then(|r| r.strip_suffix("?="))
+    else {
         return Ok(std::borrow::Cow::Borrowed(raw));
     };
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(encoded)
-        .map_err(|_| RpcError::header_mismatch("Header value is not valid Base64 inside =?base64?…?="))?;
+        .map_err(|_| {
+            RpcError::header_mismatch("Header value is not valid Base64 inside =?base64?…?=")
+        })?;
     String::from_utf8(bytes)
         .map(std::borrow::Cow::Owned)
         .map_err(|_| RpcError::header_mismatch("Header value does not decode to UTF-8"))
@@ -262,7 +285,11 @@ mod tests {
     }
 
     fn headers<'a>(version: &'a str, method: &'a str) -> MirroredHeaders<'a> {
-        MirroredHeaders { protocol_version: Some(version), method: Some(method), ..Default::default() }
+        MirroredHeaders {
+            protocol_version: Some(version),
+            method: Some(method),
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -272,8 +299,12 @@ mod tests {
             params(json!({ META_CLIENT_CAPABILITIES: {} })),
             params(json!({ META_PROTOCOL_VERSION: PROTOCOL_VERSION })),
         ] {
-            let e = check_envelope("server/discover", &p, Some(&headers(PROTOCOL_VERSION, "server/discover")))
-                .unwrap_err();
+            let e = check_envelope(
+                "server/discover",
+                &p,
+                Some(&headers(PROTOCOL_VERSION, "server/discover")),
+            )
+            .unwrap_err();
             assert_eq!((e.code, e.http_status), (codes::INVALID_PARAMS, 400));
         }
     }
@@ -284,19 +315,48 @@ mod tests {
         let e = check_envelope("m", &p, Some(&headers(PROTOCOL_VERSION, "m"))).unwrap_err();
         assert_eq!((e.code, e.http_status), (codes::HEADER_MISMATCH, 400));
         let e = check_envelope("m", &p, Some(&headers("v999.0.0", "m"))).unwrap_err();
-        assert_eq!((e.code, e.http_status), (codes::UNSUPPORTED_PROTOCOL_VERSION, 400));
-        assert_eq!(e.data.unwrap(), json!({ "supported": [PROTOCOL_VERSION], "requested": "v999.0.0" }));
+        assert_eq!(
+            (e.code, e.http_status),
+            (codes::UNSUPPORTED_PROTOCOL_VERSION, 400)
+        );
+        assert_eq!(
+            e.data.unwrap(),
+            json!({ "supported": [PROTOCOL_VERSION], "requested": "v999.0.0" })
+        );
     }
 
     #[test]
     fn method_header_must_match_exactly() {
         let p = params(good_meta());
-        assert!(check_envelope("tools/list", &p, Some(&headers(PROTOCOL_VERSION, "tools/list"))).is_ok());
-        let e = check_envelope("tools/list", &p, Some(&headers(PROTOCOL_VERSION, "TOOLS/LIST"))).unwrap_err();
+        assert!(
+            check_envelope(
+                "tools/list",
+                &p,
+                Some(&headers(PROTOCOL_VERSION, "tools/list"))
+            )
+            .is_ok()
+        );
+        let e = check_envelope(
+            "tools/list",
+            &p,
+            Some(&headers(PROTOCOL_VERSION, "TOOLS/LIST")),
+        )
+        .unwrap_err();
         assert_eq!(e.code, codes::HEADER_MISMATCH);
-        let missing = MirroredHeaders { protocol_version: Some(PROTOCOL_VERSION), ..Default::default() };
-        assert_eq!(check_envelope("tools/list", &p, Some(&missing)).unwrap_err().code, codes::HEADER_MISMATCH);
-        assert!(check_envelope("tools/list", &p, None).is_ok(), "stdio has no headers");
+        let missing = MirroredHeaders {
+            protocol_version: Some(PROTOCOL_VERSION),
+            ..Default::default()
+        };
+        assert_eq!(
+            check_envelope("tools/list", &p, Some(&missing))
+                .unwrap_err()
+                .code,
+            codes::HEADER_MISMATCH
+        );
+        assert!(
+            check_envelope("tools/list", &p, None).is_ok(),
+            "stdio has no headers"
+        );
     }
 
     #[test]
@@ -308,28 +368,64 @@ mod tests {
             META_LOG_LEVEL: "warning",
         }));
         let meta = check_envelope("m", &p, None).unwrap();
-        assert_eq!(meta.capabilities, ClientCapabilities {
-            elicitation_form: true,
-            elicitation_url: false,
-            sampling: true,
-            sampling_tools: true,
-            sampling_context: false,
-            roots: true,
-        });
-        assert_eq!((meta.progress_token, meta.log_level), (Some(json!("p1")), Some(LogLevel::Warning)));
-        let bad = params(json!({ META_PROTOCOL_VERSION: PROTOCOL_VERSION, META_CLIENT_CAPABILITIES: {}, META_LOG_LEVEL: "loud" }));
-        assert_eq!(check_envelope("m", &bad, None).unwrap_err().code, codes::INVALID_PARAMS);
+        assert_eq!(
+            meta.capabilities,
+            ClientCapabilities {
+                elicitation_form: true,
+                elicitation_url: false,
+                sampling: true,
+                sampling_tools: true,
+                sampling_context: false,
+                roots: true,
+            }
+        );
+        assert_eq!(
+            (meta.progress_token, meta.log_level),
+            (Some(json!("p1")), Some(LogLevel::Warning))
+        );
+        let bad = params(
+            json!({ META_PROTOCOL_VERSION: PROTOCOL_VERSION, META_CLIENT_CAPABILITIES: {}, META_LOG_LEVEL: "loud" }),
+        );
+        assert_eq!(
+            check_envelope("m", &bad, None).unwrap_err().code,
+            codes::INVALID_PARAMS
+        );
     }
 
     #[test]
     fn name_header_decodes_the_base64_sentinel_strictly() {
-        let with = |name| MirroredHeaders { name: Some(name), ..Default::default() };
+        let with = |name| MirroredHeaders {
+            name: Some(name),
+            ..Default::default()
+        };
         assert!(check_name_header(Some(&with("=?base64?SGVsbG8=?=")), "Hello").is_ok());
-        assert_eq!(check_name_header(Some(&with("=?base64?SGVsbG8?=")), "Hello").unwrap_err().code, codes::HEADER_MISMATCH);
-        assert_eq!(check_name_header(Some(&with("=?base64?SGVs!!!bG8=?=")), "Hello").unwrap_err().code, codes::HEADER_MISMATCH);
-        assert!(check_name_header(Some(&with("=?BASE64?SGVsbG8=?=")), "=?BASE64?SGVsbG8=?=").is_ok());
-        assert_eq!(check_name_header(Some(&with("other")), "Hello").unwrap_err().code, codes::HEADER_MISMATCH);
-        assert_eq!(check_name_header(Some(&MirroredHeaders::default()), "Hello").unwrap_err().code, codes::HEADER_MISMATCH);
+        assert_eq!(
+            check_name_header(Some(&with("=?base64?SGVsbG8?=")), "Hello")
+                .unwrap_err()
+                .code,
+            codes::HEADER_MISMATCH
+        );
+        assert_eq!(
+            check_name_header(Some(&with("=?base64?SGVs!!!bG8=?=")), "Hello")
+                .unwrap_err()
+                .code,
+            codes::HEADER_MISMATCH
+        );
+        assert!(
+            check_name_header(Some(&with("=?BASE64?SGVsbG8=?=")), "=?BASE64?SGVsbG8=?=").is_ok()
+        );
+        assert_eq!(
+            check_name_header(Some(&with("other")), "Hello")
+                .unwrap_err()
+                .code,
+            codes::HEADER_MISMATCH
+        );
+        assert_eq!(
+            check_name_header(Some(&MirroredHeaders::default()), "Hello")
+                .unwrap_err()
+                .code,
+            codes::HEADER_MISMATCH
+        );
         assert!(check_name_header(None, "Hello").is_ok());
     }
 }

@@ -43,7 +43,12 @@ pub struct RpcError {
 impl RpcError {
     /// An error with the given code and message, answered with HTTP 200.
     pub fn new(code: i32, message: impl Into<String>) -> Self {
-        Self { code, message: message.into(), data: None, http_status: 200 }
+        Self {
+            code,
+            message: message.into(),
+            data: None,
+            http_status: 200,
+        }
     }
 
     /// Attaches `data`.
@@ -70,7 +75,11 @@ impl RpcError {
 
     /// -32601, HTTP 404.
     pub fn method_not_found(method: &str) -> Self {
-        Self::new(codes::METHOD_NOT_FOUND, format!("Method not found: {method}")).with_status(404)
+        Self::new(
+            codes::METHOD_NOT_FOUND,
+            format!("Method not found: {method}"),
+        )
+        .with_status(404)
     }
 
     /// -32602, HTTP 200: bad parameters of a well-formed request.
@@ -133,16 +142,28 @@ pub struct DecodeError {
 /// Decodes one JSON-RPC message from raw bytes.
 pub fn decode(bytes: &[u8]) -> Result<Incoming, DecodeError> {
     let fail = |id: Option<Value>, error: RpcError| DecodeError { id, error };
-    let text = std::str::from_utf8(bytes)
-        .map_err(|_| fail(None, RpcError::parse_error("Parse error: the message is not valid UTF-8")))?;
+    let text = std::str::from_utf8(bytes).map_err(|_| {
+        fail(
+            None,
+            RpcError::parse_error("Parse error: the message is not valid UTF-8"),
+        )
+    })?;
     let value: Value = serde_json::from_str(text)
         .map_err(|e| fail(None, RpcError::parse_error(format!("Parse error: {e}"))))?;
     let mut object = match value {
         Value::Object(object) => object,
         Value::Array(_) => {
-            return Err(fail(None, RpcError::invalid_request("Invalid Request: batches are not supported")));
+            return Err(fail(
+                None,
+                RpcError::invalid_request("Invalid Request: batches are not supported"),
+            ));
         }
-        _ => return Err(fail(None, RpcError::invalid_request("Invalid Request: expected a JSON-RPC object"))),
+        _ => {
+            return Err(fail(
+                None,
+                RpcError::invalid_request("Invalid Request: expected a JSON-RPC object"),
+            ));
+        }
     };
     let id = match object.remove("id") {
         None => None,
@@ -155,18 +176,38 @@ pub fn decode(bytes: &[u8]) -> Result<Incoming, DecodeError> {
         }
     };
     if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Err(fail(id, RpcError::invalid_request("Invalid Request: jsonrpc must be \"2.0\"")));
+        return Err(fail(
+            id,
+            RpcError::invalid_request("Invalid Request: jsonrpc must be \"2.0\""),
+        ));
     }
     let method = match object.remove("method") {
         Some(Value::String(method)) => method,
-        Some(_) => return Err(fail(id, RpcError::invalid_request("Invalid Request: method must be a string"))),
-        None if object.contains_key("result") || object.contains_key("error") => return Ok(Incoming::Response),
-        None => return Err(fail(id, RpcError::invalid_request("Invalid Request: missing method"))),
+        Some(_) => {
+            return Err(fail(
+                id,
+                RpcError::invalid_request("Invalid Request: method must be a string"),
+            ));
+        }
+        None if object.contains_key("result") || object.contains_key("error") => {
+            return Ok(Incoming::Response);
+        }
+        None => {
+            return Err(fail(
+                id,
+                RpcError::invalid_request("Invalid Request: missing method"),
+            ));
+        }
     };
     let params = match object.remove("params") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(params)) => params,
-        Some(_) => return Err(fail(id, RpcError::invalid_request("Invalid Request: params must be an object"))),
+        Some(_) => {
+            return Err(fail(
+                id,
+                RpcError::invalid_request("Invalid Request: params must be an object"),
+            ));
+        }
     };
     Ok(match id {
         Some(id) => Incoming::Request(Request { id, method, params }),
@@ -182,8 +223,17 @@ pub fn encode_result(id: &Value, result: &impl Serialize) -> Vec<u8> {
         id: &'a Value,
         result: &'a R,
     }
-    serde_json::to_vec(&Success { jsonrpc: "2.0", id, result })
-        .unwrap_or_else(|e| encode_error(Some(id), &RpcError::internal(format!("cannot encode result: {e}"))))
+    serde_json::to_vec(&Success {
+        jsonrpc: "2.0",
+        id,
+        result,
+    })
+    .unwrap_or_else(|e| {
+        encode_error(
+            Some(id),
+            &RpcError::internal(format!("cannot encode result: {e}")),
+        )
+    })
 }
 
 /// Serializes an error response; `id` is omitted when unknown.
@@ -205,7 +255,11 @@ pub fn encode_error(id: Option<&Value>, error: &RpcError) -> Vec<u8> {
     let failure = Failure {
         jsonrpc: "2.0",
         id,
-        error: Body { code: error.code, message: &error.message, data: error.data.as_ref() },
+        error: Body {
+            code: error.code,
+            message: &error.message,
+            data: error.data.as_ref(),
+        },
     };
     serde_json::to_vec(&failure).expect("an error body always serializes")
 }
@@ -218,7 +272,12 @@ pub fn encode_notification(method: &str, params: &impl Serialize) -> Vec<u8> {
         method: &'a str,
         params: &'a P,
     }
-    serde_json::to_vec(&Note { jsonrpc: "2.0", method, params }).expect("notification params always serialize")
+    serde_json::to_vec(&Note {
+        jsonrpc: "2.0",
+        method,
+        params,
+    })
+    .expect("notification params always serialize")
 }
 
 #[cfg(test)]
@@ -234,24 +293,36 @@ mod tests {
 
     #[test]
     fn decodes_requests_notifications_and_responses() {
-        let Incoming::Request(r) = decode(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#).unwrap() else {
+        let Incoming::Request(r) =
+            decode(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#).unwrap()
+        else {
             panic!("not a request")
         };
-        assert_eq!((r.id, r.method.as_str(), r.params.len()), (Value::from(7), "tools/list", 0));
+        assert_eq!(
+            (r.id, r.method.as_str(), r.params.len()),
+            (Value::from(7), "tools/list", 0)
+        );
         assert!(matches!(
             decode(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#).unwrap(),
             Incoming::Notification(n) if n.params["requestId"] == 1
         ));
-        assert!(matches!(decode(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#).unwrap(), Incoming::Response));
+        assert!(matches!(
+            decode(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#).unwrap(),
+            Incoming::Response
+        ));
     }
 
     #[test]
     fn keeps_large_and_string_ids_exactly() {
-        let Incoming::Request(r) = decode(br#"{"jsonrpc":"2.0","id":1763820000123,"method":"m"}"#).unwrap() else {
+        let Incoming::Request(r) =
+            decode(br#"{"jsonrpc":"2.0","id":1763820000123,"method":"m"}"#).unwrap()
+        else {
             panic!()
         };
-        assert_eq!(String::from_utf8(encode_result(&r.id, &serde_json::json!({}))).unwrap(),
-            r#"{"jsonrpc":"2.0","id":1763820000123,"result":{}}"#);
+        assert_eq!(
+            String::from_utf8(encode_result(&r.id, &serde_json::json!({}))).unwrap(),
+            r#"{"jsonrpc":"2.0","id":1763820000123,"result":{}}"#
+        );
     }
 
     #[test]
@@ -260,18 +331,41 @@ mod tests {
         assert_eq!(error_of(b"\xff\xfe").error.code, codes::PARSE_ERROR);
         assert_eq!(error_of(b"[]").error.code, codes::INVALID_REQUEST);
         assert_eq!(error_of(b"42").error.code, codes::INVALID_REQUEST);
-        assert_eq!(error_of(br#"{"jsonrpc":"2.0","id":null,"method":"m"}"#).error.code, codes::INVALID_REQUEST);
+        assert_eq!(
+            error_of(br#"{"jsonrpc":"2.0","id":null,"method":"m"}"#)
+                .error
+                .code,
+            codes::INVALID_REQUEST
+        );
         let e = error_of(br#"{"jsonrpc":"1.0","id":3,"method":"m"}"#);
-        assert_eq!((e.error.code, e.id), (codes::INVALID_REQUEST, Some(Value::from(3))));
-        assert_eq!(error_of(br#"{"jsonrpc":"2.0","id":3,"method":5}"#).error.code, codes::INVALID_REQUEST);
-        assert_eq!(error_of(br#"{"jsonrpc":"2.0","id":3,"method":"m","params":[1]}"#).error.code,
-            codes::INVALID_REQUEST);
-        assert_eq!(error_of(br#"{"jsonrpc":"2.0","id":3}"#).error.code, codes::INVALID_REQUEST);
+        assert_eq!(
+            (e.error.code, e.id),
+            (codes::INVALID_REQUEST, Some(Value::from(3)))
+        );
+        assert_eq!(
+            error_of(br#"{"jsonrpc":"2.0","id":3,"method":5}"#)
+                .error
+                .code,
+            codes::INVALID_REQUEST
+        );
+        assert_eq!(
+            error_of(br#"{"jsonrpc":"2.0","id":3,"method":"m","params":[1]}"#)
+                .error
+                .code,
+            codes::INVALID_REQUEST
+        );
+        assert_eq!(
+            error_of(br#"{"jsonrpc":"2.0","id":3}"#).error.code,
+            codes::INVALID_REQUEST
+        );
     }
 
     #[test]
     fn error_without_id_omits_it() {
         let bytes = encode_error(None, &RpcError::parse_error("x"));
-        assert_eq!(String::from_utf8(bytes).unwrap(), r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"x"}}"#);
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"x"}}"#
+        );
     }
 }

@@ -29,7 +29,10 @@ pub fn annotations(input_schema: &Value) -> Result<Vec<ParamHeader>, String> {
     let mut found = Vec::new();
     collect(input_schema, &mut Vec::new(), &mut found)?;
     for (i, header) in found.iter().enumerate() {
-        if found[..i].iter().any(|h| h.name.eq_ignore_ascii_case(&header.name)) {
+        if found[..i]
+            .iter()
+            .any(|h| h.name.eq_ignore_ascii_case(&header.name))
+        {
             return Err(format!("x-mcp-header \"{}\" is used twice", header.name));
         }
     }
@@ -38,11 +41,19 @@ pub fn annotations(input_schema: &Value) -> Result<Vec<ParamHeader>, String> {
 
 fn is_token(name: &str) -> bool {
     !name.is_empty()
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
-fn collect(schema: &Value, path: &mut Vec<String>, found: &mut Vec<ParamHeader>) -> Result<(), String> {
-    let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return Ok(()) };
+fn collect(
+    schema: &Value,
+    path: &mut Vec<String>,
+    found: &mut Vec<ParamHeader>,
+) -> Result<(), String> {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return Ok(());
+    };
     for (property, schema) in properties {
         path.push(property.clone());
         if let Some(annotation) = schema.get("x-mcp-header") {
@@ -50,10 +61,18 @@ fn collect(schema: &Value, path: &mut Vec<String>, found: &mut Vec<ParamHeader>)
             let name = annotation.as_str().filter(|n| is_token(n)).ok_or_else(|| {
                 format!("x-mcp-header of property {at} must be a non-empty header token")
             })?;
-            if !matches!(schema.get("type").and_then(Value::as_str), Some("string" | "integer" | "boolean")) {
-                return Err(format!("x-mcp-header of property {at} needs type string, integer or boolean"));
+            if !matches!(
+                schema.get("type").and_then(Value::as_str),
+                Some("string" | "integer" | "boolean")
+            ) {
+                return Err(format!(
+                    "x-mcp-header of property {at} needs type string, integer or boolean"
+                ));
             }
-            found.push(ParamHeader { name: name.to_owned(), path: path.clone() });
+            found.push(ParamHeader {
+                name: name.to_owned(),
+                path: path.clone(),
+            });
         }
         collect(schema, path, found)?;
         path.pop();
@@ -69,8 +88,13 @@ pub fn check<'h>(
     header: impl Fn(&str) -> Option<&'h str>,
 ) -> Result<(), RpcError> {
     for param in annotated {
-        let value = param.path.iter().try_fold(arguments, |value, key| value.get(key));
-        let Some(value) = value.filter(|v| !v.is_null()) else { continue };
+        let value = param
+            .path
+            .iter()
+            .try_fold(arguments, |value, key| value.get(key));
+        let Some(value) = value.filter(|v| !v.is_null()) else {
+            continue;
+        };
         let header_name = format!("Mcp-Param-{}", param.name);
         let raw = header(&header_name)
             .ok_or_else(|| RpcError::header_mismatch(format!("Missing {header_name} header")))?;
@@ -104,10 +128,19 @@ mod tests {
             "list": {"type": "array", "items": {"type": "object", "properties": {"x": {"type": "string", "x-mcp-header": "X"}}}},
         }});
         let found = annotations(&schema).unwrap();
-        assert_eq!(found, vec![
-            ParamHeader { name: "Dry-Run".into(), path: vec!["options".into(), "dryRun".into()] },
-            ParamHeader { name: "Region".into(), path: vec!["region".into()] },
-        ]);
+        assert_eq!(
+            found,
+            vec![
+                ParamHeader {
+                    name: "Dry-Run".into(),
+                    path: vec!["options".into(), "dryRun".into()]
+                },
+                ParamHeader {
+                    name: "Region".into(),
+                    path: vec!["region".into()]
+                },
+            ]
+        );
     }
 
     #[test]
@@ -130,14 +163,53 @@ mod tests {
         }}))
         .unwrap();
         let with = |pairs: &'static [(&'static str, &'static str)]| {
-            move |name: &str| pairs.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| *v)
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                    .map(|(_, v)| *v)
+            }
         };
         let args = json!({"region": "Hello", "count": 42});
-        assert!(check(&annotated, &args, with(&[("Mcp-Param-Region", "Hello"), ("Mcp-Param-Count", "42.0")])).is_ok());
-        assert!(check(&annotated, &args, with(&[("Mcp-Param-Region", "=?base64?SGVsbG8=?="), ("Mcp-Param-Count", "42")])).is_ok());
-        assert!(check(&annotated, &args, with(&[("Mcp-Param-Region", "=?base64?SGVsbG8?="), ("Mcp-Param-Count", "42")])).is_err());
+        assert!(
+            check(
+                &annotated,
+                &args,
+                with(&[("Mcp-Param-Region", "Hello"), ("Mcp-Param-Count", "42.0")])
+            )
+            .is_ok()
+        );
+        assert!(
+            check(
+                &annotated,
+                &args,
+                with(&[
+                    ("Mcp-Param-Region", "=?base64?SGVsbG8=?="),
+                    ("Mcp-Param-Count", "42")
+                ])
+            )
+            .is_ok()
+        );
+        assert!(
+            check(
+                &annotated,
+                &args,
+                with(&[
+                    ("Mcp-Param-Region", "=?base64?SGVsbG8?="),
+                    ("Mcp-Param-Count", "42")
+                ])
+            )
+            .is_err()
+        );
         assert!(check(&annotated, &args, with(&[("Mcp-Param-Count", "42")])).is_err());
-        assert!(check(&annotated, &args, with(&[("Mcp-Param-Region", "Hello"), ("Mcp-Param-Count", "43")])).is_err());
+        assert!(
+            check(
+                &annotated,
+                &args,
+                with(&[("Mcp-Param-Region", "Hello"), ("Mcp-Param-Count", "43")])
+            )
+            .is_err()
+        );
         assert!(check(&annotated, &json!({"region": null}), with(&[])).is_ok());
     }
 }

@@ -31,7 +31,8 @@ pub struct ResponseError {
 }
 
 fn json_text<'a>(text: &'a str, what: &str) -> Result<&'a RawValue, GuestValueError> {
-    serde_json::from_str(text).map_err(|e| GuestValueError(format!("{what} is not valid JSON: {e}")))
+    serde_json::from_str(text)
+        .map_err(|e| GuestValueError(format!("{what} is not valid JSON: {e}")))
 }
 
 fn json_object<'a>(text: &'a str, what: &str) -> Result<&'a RawValue, GuestValueError> {
@@ -95,12 +96,21 @@ fn resource_contents(c: &wit::ResourceContents) -> ResourceContents<'_> {
         wit::ResourceBody::Text(text) => (Some(text.as_str()), None),
         wit::ResourceBody::Blob(bytes) => (None, Some(Base64(bytes))),
     };
-    ResourceContents { uri: &c.uri, mime_type: c.mime_type.as_deref(), text, blob }
+    ResourceContents {
+        uri: &c.uri,
+        mime_type: c.mime_type.as_deref(),
+        text,
+        blob,
+    }
 }
 
 /// A content block on the wire (tool results, sampling messages).
 #[derive(Serialize)]
-#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum Content<'a> {
     /// `text`
     Text {
@@ -144,7 +154,11 @@ pub enum Content<'a> {
         annotations: Option<Annotations<'a>>,
     },
     /// `tool_use` (sampling only)
-    ToolUse { id: &'a str, name: &'a str, input: &'a RawValue },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: &'a RawValue,
+    },
     /// `tool_result` (sampling only)
     ToolResult {
         tool_use_id: &'a str,
@@ -159,7 +173,10 @@ pub enum Content<'a> {
 /// Converts one content block of a result.
 pub fn content(block: &wit::ContentBlock) -> Content<'_> {
     match block {
-        wit::ContentBlock::Text(t) => Content::Text { text: &t.text, annotations: annotations(&t.annotations) },
+        wit::ContentBlock::Text(t) => Content::Text {
+            text: &t.text,
+            annotations: annotations(&t.annotations),
+        },
         wit::ContentBlock::Image(m) => Content::Image {
             data: Base64(&m.data),
             mime_type: &m.mime_type,
@@ -188,7 +205,10 @@ pub fn content(block: &wit::ContentBlock) -> Content<'_> {
 
 fn sampling_content(block: &wit::SamplingContent) -> Result<Content<'_>, GuestValueError> {
     Ok(match block {
-        wit::SamplingContent::Text(t) => Content::Text { text: &t.text, annotations: annotations(&t.annotations) },
+        wit::SamplingContent::Text(t) => Content::Text {
+            text: &t.text,
+            annotations: annotations(&t.annotations),
+        },
         wit::SamplingContent::Image(m) => Content::Image {
             data: Base64(&m.data),
             mime_type: &m.mime_type,
@@ -199,9 +219,11 @@ fn sampling_content(block: &wit::SamplingContent) -> Result<Content<'_>, GuestVa
             mime_type: &m.mime_type,
             annotations: annotations(&m.annotations),
         },
-        wit::SamplingContent::ToolUse(u) => {
-            Content::ToolUse { id: &u.id, name: &u.name, input: json_object(&u.input, "tool_use input")? }
-        }
+        wit::SamplingContent::ToolUse(u) => Content::ToolUse {
+            id: &u.id,
+            name: &u.name,
+            input: json_object(&u.input, "tool_use input")?,
+        },
         wit::SamplingContent::ToolResult(r) => Content::ToolResult {
             tool_use_id: &r.tool_use_id,
             content: r.content.iter().map(content).collect(),
@@ -278,7 +300,11 @@ pub fn tool(tool: &wit::Tool) -> Result<Tool<'_>, GuestValueError> {
         title: tool.title.as_deref(),
         description: &tool.description,
         input_schema: json_object(&tool.input_schema, "inputSchema")?,
-        output_schema: tool.output_schema.as_deref().map(|s| json_object(s, "outputSchema")).transpose()?,
+        output_schema: tool
+            .output_schema
+            .as_deref()
+            .map(|s| json_object(s, "outputSchema"))
+            .transpose()?,
         annotations: tool.annotations.as_ref().map(|a| ToolAnnotations {
             title: a.title.as_deref(),
             read_only_hint: a.read_only_hint,
@@ -310,10 +336,17 @@ pub struct Empty {}
 
 /// `elicitation/create` params.
 #[derive(Serialize)]
-#[serde(tag = "mode", rename_all = "lowercase", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "mode",
+    rename_all = "lowercase",
+    rename_all_fields = "camelCase"
+)]
 pub enum Elicitation<'a> {
     /// Form mode.
-    Form { message: &'a str, requested_schema: &'a RawValue },
+    Form {
+        message: &'a str,
+        requested_schema: &'a RawValue,
+    },
     /// URL mode.
     Url { message: &'a str, url: &'a str },
 }
@@ -392,24 +425,46 @@ fn sampling(request: &wit::SamplingRequest) -> Result<Sampling<'_>, GuestValueEr
         .messages
         .iter()
         .map(|m| {
-            let mut blocks = m.content.iter().map(sampling_content).collect::<Result<Vec<_>, _>>()?;
-            let content = if blocks.len() == 1 { OneOrMany::One(blocks.remove(0)) } else { OneOrMany::Many(blocks) };
-            Ok(SamplingMessage { role: role(m.role), content })
+            let mut blocks = m
+                .content
+                .iter()
+                .map(sampling_content)
+                .collect::<Result<Vec<_>, _>>()?;
+            let content = if blocks.len() == 1 {
+                OneOrMany::One(blocks.remove(0))
+            } else {
+                OneOrMany::Many(blocks)
+            };
+            Ok(SamplingMessage {
+                role: role(m.role),
+                content,
+            })
         })
         .collect::<Result<Vec<_>, GuestValueError>>()?;
     if messages.is_empty() {
-        return Err(GuestValueError("a sampling request needs at least one message".into()));
+        return Err(GuestValueError(
+            "a sampling request needs at least one message".into(),
+        ));
     }
     Ok(Sampling {
         messages,
         max_tokens: request.max_tokens,
         system_prompt: request.system_prompt.as_deref(),
-        model_preferences: request.model_preferences.as_ref().map(|p| ModelPreferences {
-            hints: p.hints.iter().map(|h| ModelHint { name: h.name.as_deref() }).collect(),
-            cost_priority: p.cost_priority,
-            speed_priority: p.speed_priority,
-            intelligence_priority: p.intelligence_priority,
-        }),
+        model_preferences: request
+            .model_preferences
+            .as_ref()
+            .map(|p| ModelPreferences {
+                hints: p
+                    .hints
+                    .iter()
+                    .map(|h| ModelHint {
+                        name: h.name.as_deref(),
+                    })
+                    .collect(),
+                cost_priority: p.cost_priority,
+                speed_priority: p.speed_priority,
+                intelligence_priority: p.intelligence_priority,
+            }),
         include_context: request.include_context.map(|c| match c {
             wit::IncludeContext::None => "none",
             wit::IncludeContext::ThisServer => "thisServer",
@@ -417,7 +472,11 @@ fn sampling(request: &wit::SamplingRequest) -> Result<Sampling<'_>, GuestValueEr
         }),
         temperature: request.temperature,
         stop_sequences: &request.stop_sequences,
-        metadata: request.metadata.as_deref().map(|m| json_object(m, "sampling metadata")).transpose()?,
+        metadata: request
+            .metadata
+            .as_deref()
+            .map(|m| json_object(m, "sampling metadata"))
+            .transpose()?,
         tools: request.tools.iter().map(tool).collect::<Result<_, _>>()?,
         tool_choice: request.tool_choice.map(|c| ToolChoice {
             mode: match c {
@@ -439,7 +498,10 @@ pub fn input_request(request: &wit::InputRequest) -> Result<InputRequest<'_>, Gu
             })
         }
         wit::InputRequest::Elicitation(wit::ElicitationRequest::Url(url)) => {
-            InputRequest::Elicitation(Elicitation::Url { message: &url.message, url: &url.url })
+            InputRequest::Elicitation(Elicitation::Url {
+                message: &url.message,
+                url: &url.url,
+            })
         }
         wit::InputRequest::Sampling(request) => InputRequest::Sampling(sampling(request)?),
         wit::InputRequest::Roots => InputRequest::Roots(Empty {}),
@@ -456,20 +518,28 @@ pub fn input_request(request: &wit::InputRequest) -> Result<InputRequest<'_>, Gu
 /// and `model`.
 pub fn input_responses(value: &Value) -> Result<Vec<(String, wit::InputResponse)>, ResponseError> {
     let Value::Object(map) = value else {
-        return Err(ResponseError { key: String::new(), problem: "inputResponses must be an object".into() });
+        return Err(ResponseError {
+            key: String::new(),
+            problem: "inputResponses must be an object".into(),
+        });
     };
     map.iter()
         .map(|(key, value)| {
             input_response(value)
                 .map(|r| (key.clone(), r))
-                .map_err(|problem| ResponseError { key: key.clone(), problem })
+                .map_err(|problem| ResponseError {
+                    key: key.clone(),
+                    problem,
+                })
         })
         .collect()
 }
 
 fn input_response(value: &Value) -> Result<wit::InputResponse, String> {
     let Value::Object(map) = value else {
-        return Err("must be an object (an ElicitResult, CreateMessageResult or ListRootsResult)".into());
+        return Err(
+            "must be an object (an ElicitResult, CreateMessageResult or ListRootsResult)".into(),
+        );
     };
     if map.contains_key("action") {
         elicitation_response(map).map(wit::InputResponse::Elicitation)
@@ -498,26 +568,41 @@ fn elicitation_response(map: &Map<String, Value>) -> Result<wit::ElicitationResp
 }
 
 fn roots(map: &Map<String, Value>) -> Result<Vec<wit::Root>, String> {
-    let Some(Value::Array(roots)) = map.get("roots") else { return Err("roots must be an array".into()) };
+    let Some(Value::Array(roots)) = map.get("roots") else {
+        return Err("roots must be an array".into());
+    };
     roots
         .iter()
         .map(|root| {
-            let uri = root.get("uri").and_then(Value::as_str).ok_or("every root needs a string uri")?;
+            let uri = root
+                .get("uri")
+                .and_then(Value::as_str)
+                .ok_or("every root needs a string uri")?;
             let name = match root.get("name") {
                 None | Some(Value::Null) => None,
                 Some(Value::String(name)) => Some(name.clone()),
                 Some(_) => return Err("a root name must be a string".to_string()),
             };
-            Ok(wit::Root { uri: uri.to_owned(), name })
+            Ok(wit::Root {
+                uri: uri.to_owned(),
+                name,
+            })
         })
         .collect()
 }
 
 fn sampling_response(map: &Map<String, Value>) -> Result<wit::SamplingResponse, String> {
     let role = parse_role(map.get("role"))?;
-    let model = map.get("model").and_then(Value::as_str).ok_or("model must be a string")?.to_owned();
+    let model = map
+        .get("model")
+        .and_then(Value::as_str)
+        .ok_or("model must be a string")?
+        .to_owned();
     let content = match map.get("content") {
-        Some(Value::Array(blocks)) => blocks.iter().map(parse_sampling_content).collect::<Result<_, _>>()?,
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .map(parse_sampling_content)
+            .collect::<Result<_, _>>()?,
         Some(block @ Value::Object(_)) => vec![parse_sampling_content(block)?],
         _ => return Err("content must be a content block or an array of them".into()),
     };
@@ -526,7 +611,12 @@ fn sampling_response(map: &Map<String, Value>) -> Result<wit::SamplingResponse, 
         Some(Value::String(reason)) => Some(reason.clone()),
         Some(_) => return Err("stopReason must be a string".into()),
     };
-    Ok(wit::SamplingResponse { role, content, model, stop_reason })
+    Ok(wit::SamplingResponse {
+        role,
+        content,
+        model,
+        stop_reason,
+    })
 }
 
 fn parse_role(value: Option<&Value>) -> Result<wit::Role, String> {
@@ -538,41 +628,72 @@ fn parse_role(value: Option<&Value>) -> Result<wit::Role, String> {
 }
 
 fn str_field<'a>(block: &'a Value, field: &str) -> Result<&'a str, String> {
-    block.get(field).and_then(Value::as_str).ok_or_else(|| format!("content block needs a string {field}"))
+    block
+        .get(field)
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("content block needs a string {field}"))
 }
 
 fn media(block: &Value) -> Result<wit::MediaContent, String> {
-    let data = STANDARD.decode(str_field(block, "data")?).map_err(|_| "data must be standard Base64".to_string())?;
-    Ok(wit::MediaContent { data, mime_type: str_field(block, "mimeType")?.to_owned(), annotations: None })
+    let data = STANDARD
+        .decode(str_field(block, "data")?)
+        .map_err(|_| "data must be standard Base64".to_string())?;
+    Ok(wit::MediaContent {
+        data,
+        mime_type: str_field(block, "mimeType")?.to_owned(),
+        annotations: None,
+    })
 }
 
 fn parse_content_block(block: &Value) -> Result<wit::ContentBlock, String> {
     Ok(match str_field(block, "type")? {
-        "text" => wit::ContentBlock::Text(wit::TextContent { text: str_field(block, "text")?.to_owned(), annotations: None }),
+        "text" => wit::ContentBlock::Text(wit::TextContent {
+            text: str_field(block, "text")?.to_owned(),
+            annotations: None,
+        }),
         "image" => wit::ContentBlock::Image(media(block)?),
         "audio" => wit::ContentBlock::Audio(media(block)?),
         "resource_link" => wit::ContentBlock::ResourceLink(wit::ResourceLink {
             uri: str_field(block, "uri")?.to_owned(),
             name: str_field(block, "name")?.to_owned(),
-            title: block.get("title").and_then(Value::as_str).map(str::to_owned),
-            description: block.get("description").and_then(Value::as_str).map(str::to_owned),
-            mime_type: block.get("mimeType").and_then(Value::as_str).map(str::to_owned),
+            title: block
+                .get("title")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            description: block
+                .get("description")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            mime_type: block
+                .get("mimeType")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
             size: block.get("size").and_then(Value::as_u64),
             annotations: None,
         }),
         "resource" => {
-            let resource = block.get("resource").ok_or("a resource block needs resource")?;
-            let body = match (resource.get("text").and_then(Value::as_str), resource.get("blob").and_then(Value::as_str)) {
+            let resource = block
+                .get("resource")
+                .ok_or("a resource block needs resource")?;
+            let body = match (
+                resource.get("text").and_then(Value::as_str),
+                resource.get("blob").and_then(Value::as_str),
+            ) {
                 (Some(text), _) => wit::ResourceBody::Text(text.to_owned()),
                 (None, Some(blob)) => wit::ResourceBody::Blob(
-                    STANDARD.decode(blob).map_err(|_| "blob must be standard Base64".to_string())?,
+                    STANDARD
+                        .decode(blob)
+                        .map_err(|_| "blob must be standard Base64".to_string())?,
                 ),
                 (None, None) => return Err("a resource needs text or blob".into()),
             };
             wit::ContentBlock::EmbeddedResource(wit::EmbeddedResource {
                 contents: wit::ResourceContents {
                     uri: str_field(resource, "uri")?.to_owned(),
-                    mime_type: resource.get("mimeType").and_then(Value::as_str).map(str::to_owned),
+                    mime_type: resource
+                        .get("mimeType")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
                     body,
                 },
                 annotations: None,
@@ -587,12 +708,19 @@ fn parse_sampling_content(block: &Value) -> Result<wit::SamplingContent, String>
         "tool_use" => wit::SamplingContent::ToolUse(wit::ToolUse {
             id: str_field(block, "id")?.to_owned(),
             name: str_field(block, "name")?.to_owned(),
-            input: block.get("input").filter(|i| i.is_object()).ok_or("tool_use input must be an object")?.to_string(),
+            input: block
+                .get("input")
+                .filter(|i| i.is_object())
+                .ok_or("tool_use input must be an object")?
+                .to_string(),
         }),
         "tool_result" => wit::SamplingContent::ToolResult(wit::ToolOutcome {
             tool_use_id: str_field(block, "toolUseId")?.to_owned(),
             content: match block.get("content") {
-                Some(Value::Array(blocks)) => blocks.iter().map(parse_content_block).collect::<Result<_, _>>()?,
+                Some(Value::Array(blocks)) => blocks
+                    .iter()
+                    .map(parse_content_block)
+                    .collect::<Result<_, _>>()?,
                 _ => return Err("tool_result content must be an array".into()),
             },
             structured_content: block.get("structuredContent").map(Value::to_string),
@@ -602,7 +730,11 @@ fn parse_sampling_content(block: &Value) -> Result<wit::SamplingContent, String>
             wit::ContentBlock::Text(t) => wit::SamplingContent::Text(t),
             wit::ContentBlock::Image(m) => wit::SamplingContent::Image(m),
             wit::ContentBlock::Audio(m) => wit::SamplingContent::Audio(m),
-            _ => return Err("sampling content must be text, image, audio, tool_use or tool_result".into()),
+            _ => {
+                return Err(
+                    "sampling content must be text, image, audio, tool_use or tool_result".into(),
+                );
+            }
         },
     })
 }
@@ -619,47 +751,103 @@ mod tests {
     #[test]
     fn content_blocks_take_the_wire_shapes() {
         let blocks = [
-            wit::ContentBlock::Text(wit::TextContent { text: "hi".into(), annotations: None }),
-            wit::ContentBlock::Image(wit::MediaContent { data: vec![1, 2, 3], mime_type: "image/png".into(), annotations: Some(wit::Annotations { audience: vec![wit::Role::User], priority: Some(0.5), last_modified: None }) }),
+            wit::ContentBlock::Text(wit::TextContent {
+                text: "hi".into(),
+                annotations: None,
+            }),
+            wit::ContentBlock::Image(wit::MediaContent {
+                data: vec![1, 2, 3],
+                mime_type: "image/png".into(),
+                annotations: Some(wit::Annotations {
+                    audience: vec![wit::Role::User],
+                    priority: Some(0.5),
+                    last_modified: None,
+                }),
+            }),
             wit::ContentBlock::EmbeddedResource(wit::EmbeddedResource {
-                contents: wit::ResourceContents { uri: "test://r".into(), mime_type: Some("text/plain".into()), body: wit::ResourceBody::Text("t".into()) },
+                contents: wit::ResourceContents {
+                    uri: "test://r".into(),
+                    mime_type: Some("text/plain".into()),
+                    body: wit::ResourceBody::Text("t".into()),
+                },
                 annotations: None,
             }),
         ];
         let json: Vec<Value> = blocks.iter().map(|b| to_json(&content(b))).collect();
-        assert_eq!(json, vec![
-            json!({"type": "text", "text": "hi"}),
-            json!({"type": "image", "data": "AQID", "mimeType": "image/png", "annotations": {"audience": ["user"], "priority": 0.5}}),
-            json!({"type": "resource", "resource": {"uri": "test://r", "mimeType": "text/plain", "text": "t"}}),
-        ]);
+        assert_eq!(
+            json,
+            vec![
+                json!({"type": "text", "text": "hi"}),
+                json!({"type": "image", "data": "AQID", "mimeType": "image/png", "annotations": {"audience": ["user"], "priority": 0.5}}),
+                json!({"type": "resource", "resource": {"uri": "test://r", "mimeType": "text/plain", "text": "t"}}),
+            ]
+        );
     }
 
     #[test]
     fn results_check_structured_content() {
-        let ok = wit::CallResult { content: vec![], structured_content: Some(r#"{"a":1}"#.into()), is_error: true };
-        assert_eq!(to_json(&call_result(&ok).unwrap()),
-            json!({"resultType": "complete", "content": [], "structuredContent": {"a": 1}, "isError": true}));
-        let bad = wit::CallResult { content: vec![], structured_content: Some("{oops".into()), is_error: false };
+        let ok = wit::CallResult {
+            content: vec![],
+            structured_content: Some(r#"{"a":1}"#.into()),
+            is_error: true,
+        };
+        assert_eq!(
+            to_json(&call_result(&ok).unwrap()),
+            json!({"resultType": "complete", "content": [], "structuredContent": {"a": 1}, "isError": true})
+        );
+        let bad = wit::CallResult {
+            content: vec![],
+            structured_content: Some("{oops".into()),
+            is_error: false,
+        };
         assert!(call_result(&bad).is_err());
     }
 
     #[test]
     fn input_requests_take_the_wire_shapes() {
-        let form = wit::InputRequest::Elicitation(wit::ElicitationRequest::Form(wit::FormElicitation {
-            message: "Name?".into(),
-            requested_schema: r#"{"type":"object","properties":{"name":{"type":"string"}}}"#.into(),
-        }));
-        assert_eq!(to_json(&input_request(&form).unwrap()), json!({"method": "elicitation/create", "params": {
-            "mode": "form", "message": "Name?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}));
-        assert_eq!(to_json(&input_request(&wit::InputRequest::Roots).unwrap()), json!({"method": "roots/list", "params": {}}));
+        let form =
+            wit::InputRequest::Elicitation(wit::ElicitationRequest::Form(wit::FormElicitation {
+                message: "Name?".into(),
+                requested_schema: r#"{"type":"object","properties":{"name":{"type":"string"}}}"#
+                    .into(),
+            }));
+        assert_eq!(
+            to_json(&input_request(&form).unwrap()),
+            json!({"method": "elicitation/create", "params": {
+            "mode": "form", "message": "Name?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}})
+        );
+        assert_eq!(
+            to_json(&input_request(&wit::InputRequest::Roots).unwrap()),
+            json!({"method": "roots/list", "params": {}})
+        );
         let sampling = wit::InputRequest::Sampling(wit::SamplingRequest {
-            messages: vec![wit::SamplingMessage { role: wit::Role::User, content: vec![wit::SamplingContent::Text(wit::TextContent { text: "Hi".into(), annotations: None })] }],
-            max_tokens: 50, system_prompt: None, model_preferences: None, include_context: Some(wit::IncludeContext::None),
-            temperature: None, stop_sequences: vec![], metadata: None, tools: vec![], tool_choice: None,
+            messages: vec![wit::SamplingMessage {
+                role: wit::Role::User,
+                content: vec![wit::SamplingContent::Text(wit::TextContent {
+                    text: "Hi".into(),
+                    annotations: None,
+                })],
+            }],
+            max_tokens: 50,
+            system_prompt: None,
+            model_preferences: None,
+            include_context: Some(wit::IncludeContext::None),
+            temperature: None,
+            stop_sequences: vec![],
+            metadata: None,
+            tools: vec![],
+            tool_choice: None,
         });
-        assert_eq!(to_json(&input_request(&sampling).unwrap()), json!({"method": "sampling/createMessage", "params": {
-            "messages": [{"role": "user", "content": {"type": "text", "text": "Hi"}}], "maxTokens": 50, "includeContext": "none"}}));
-        let bad = wit::InputRequest::Elicitation(wit::ElicitationRequest::Form(wit::FormElicitation { message: "x".into(), requested_schema: "[1]".into() }));
+        assert_eq!(
+            to_json(&input_request(&sampling).unwrap()),
+            json!({"method": "sampling/createMessage", "params": {
+            "messages": [{"role": "user", "content": {"type": "text", "text": "Hi"}}], "maxTokens": 50, "includeContext": "none"}})
+        );
+        let bad =
+            wit::InputRequest::Elicitation(wit::ElicitationRequest::Form(wit::FormElicitation {
+                message: "x".into(),
+                requested_schema: "[1]".into(),
+            }));
         assert!(input_request(&bad).is_err());
     }
 
@@ -671,17 +859,31 @@ mod tests {
             "r": {"roots": [{"uri": "file:///a", "name": "A"}]},
         })).unwrap();
         let by_key = |k: &str| &responses.iter().find(|(key, _)| key == k).unwrap().1;
-        assert!(matches!(by_key("e"), wit::InputResponse::Elicitation(e) if e.content.as_deref() == Some(r#"{"name":"Alice"}"#)));
-        assert!(matches!(by_key("s"), wit::InputResponse::Sampling(s) if s.model == "m" && s.content.len() == 1));
-        assert!(matches!(by_key("r"), wit::InputResponse::Roots(r) if r.len() == 1 && r[0].name.as_deref() == Some("A")));
+        assert!(
+            matches!(by_key("e"), wit::InputResponse::Elicitation(e) if e.content.as_deref() == Some(r#"{"name":"Alice"}"#))
+        );
+        assert!(
+            matches!(by_key("s"), wit::InputResponse::Sampling(s) if s.model == "m" && s.content.len() == 1)
+        );
+        assert!(
+            matches!(by_key("r"), wit::InputResponse::Roots(r) if r.len() == 1 && r[0].name.as_deref() == Some("A"))
+        );
     }
 
     #[test]
     fn malformed_input_responses_name_the_key() {
-        for bad in [json!({"user_name": 12345}), json!({"k": {"action": "maybe"}}), json!({"k": {"roots": "x"}}), json!({"k": {}})] {
+        for bad in [
+            json!({"user_name": 12345}),
+            json!({"k": {"action": "maybe"}}),
+            json!({"k": {"roots": "x"}}),
+            json!({"k": {}}),
+        ] {
             assert!(input_responses(&bad).is_err(), "{bad} should be refused");
         }
-        assert_eq!(input_responses(&json!({"user_name": 1})).unwrap_err().key, "user_name");
+        assert_eq!(
+            input_responses(&json!({"user_name": 1})).unwrap_err().key,
+            "user_name"
+        );
         assert!(input_responses(&Value::Null).is_err());
     }
 }

@@ -161,7 +161,9 @@ impl CompileCache {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let tmp = self.dir.join(format!(
             ".{}.{}.{}.tmp",
-            path.file_stem().and_then(|s| s.to_str()).unwrap_or("artifact"),
+            path.file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("artifact"),
             std::process::id(),
             COUNTER.fetch_add(1, Ordering::Relaxed)
         ));
@@ -171,8 +173,7 @@ impl CompileCache {
             file.write_all(&bytes)
                 .and_then(|()| file.sync_all())
                 .with_context(|| format!("cannot write {}", tmp.display()))?;
-            fs::rename(&tmp, path)
-                .with_context(|| format!("cannot rename into {}", path.display()))
+            fs::rename(&tmp, path).with_context(|| format!("cannot rename into {}", path.display()))
         };
         let result = write();
         if result.is_err() {
@@ -251,9 +252,9 @@ mod tests {
         assert_ne!(a.key(b"abc"), a.key(b"abd"));
         let key = a.key(b"abc");
         // SHA-256("abc")
-        assert!(key.starts_with(
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad-"
-        ));
+        assert!(
+            key.starts_with("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad-")
+        );
         assert_eq!(key.len(), 64 + 1 + 64);
         assert!(a.path(b"abc").ends_with(format!("{key}.cwasm")));
     }

@@ -10,9 +10,9 @@
 //! which one a client would get would be an accident of file names.
 //!
 //! For each component the registry keeps one pre-instantiated handle
-//! ([`ToolProviderPre`]): imports resolved and exports looked up once, so a
-//! call only has to make a fresh instance from it (see
-//! [`runtime`](crate::runtime)).
+//! (wasmtime's `InstancePre`, via the generated `ToolProviderPre`):
+//! imports resolved, exports looked up and type-checked once, so a call only
+//! has to make a fresh instance from it (see [`runtime`](crate::runtime)).
 
 pub mod cache;
 pub mod validate;
@@ -25,9 +25,7 @@ use anyhow::{Context as _, bail};
 use tracing::{info, warn};
 
 use self::cache::{CompileCache, Origin};
-use crate::runtime::{
-    CallError, CallState, EventSink, Runtime, ToolProviderPre, wit,
-};
+use crate::runtime::{CallError, CheckedComponent, EventSink, Runtime, ToolProviderPre, wit};
 
 pub use self::cache::default_cache_dir;
 
@@ -50,7 +48,7 @@ pub struct ToolEntry {
 /// A compiled, linked component.
 struct LoadedComponent {
     path: PathBuf,
-    pre: ToolProviderPre<CallState>,
+    checked: CheckedComponent,
 }
 
 impl Registry {
@@ -69,8 +67,7 @@ impl Registry {
         let mut tools = Vec::new();
         let mut by_name: HashMap<String, usize> = HashMap::new();
         for path in files {
-            let (component, component_tools) = match load_component(runtime, &path, &cache).await
-            {
+            let (component, component_tools) = match load_component(runtime, &path, &cache).await {
                 Ok(loaded) => loaded,
                 Err(reason) => {
                     warn!(file = %path.display(), "skipping component: {reason}");
@@ -131,7 +128,7 @@ impl ToolEntry {
     ) -> Result<wit::CallOutcome, CallError> {
         runtime
             .call_tool(
-                &self.component.pre,
+                &self.component.checked,
                 self.name.clone(),
                 arguments_json,
                 &round,
@@ -156,8 +153,8 @@ fn wasm_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         .with_context(|| format!("cannot read the tools directory {}", dir.display()))?;
     let mut files = Vec::new();
     for entry in entries {
-        let entry = entry
-            .with_context(|| format!("cannot read the tools directory {}", dir.display()))?;
+        let entry =
+            entry.with_context(|| format!("cannot read the tools directory {}", dir.display()))?;
         let path = entry.path();
         // Follows symlinks: a link to a component is a component.
         if path.extension().is_some_and(|ext| ext == "wasm") && path.is_file() {
@@ -189,8 +186,8 @@ async fn load_component(
                 span.in_scope(|| compile(&engine, &path, cache.as_ref()))
             })
         })
-            .await
-            .map_err(|err| format!("compiling it failed unexpectedly: {err}"))??
+        .await
+        .map_err(|err| format!("compiling it failed unexpectedly: {err}"))??
     };
     let (component, origin) = compiled;
     let pre = runtime
@@ -204,13 +201,17 @@ async fn load_component(
         )
     })?;
     let label: Arc<str> = file_name(path).into();
-    let tools = runtime
-        .list_tools(&pre, label)
-        .await
-        .map_err(|failure| match failure.stderr {
-            Some(stderr) => format!("list-tools failed: {} (stderr: {stderr})", describe(&failure.error)),
-            None => format!("list-tools failed: {}", describe(&failure.error)),
-        })?;
+    let (tools, checked) =
+        runtime
+            .list_tools(&pre, label)
+            .await
+            .map_err(|failure| match failure.stderr {
+                Some(stderr) => format!(
+                    "list-tools failed: {} (stderr: {stderr})",
+                    describe(&failure.error)
+                ),
+                None => format!("list-tools failed: {}", describe(&failure.error)),
+            })?;
     validate::validate_tools(&tools)?;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     match origin {
@@ -227,7 +228,7 @@ async fn load_component(
     }
     let component = Arc::new(LoadedComponent {
         path: path.to_owned(),
-        pre,
+        checked,
     });
     Ok((component, tools))
 }
@@ -312,10 +313,8 @@ mod tests {
     }
 
     fn temp_dir(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "airlock-registry-{name}-{}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("airlock-registry-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
@@ -355,8 +354,16 @@ mod tests {
 
     #[test]
     fn headers() {
-        assert!(check_header(b"hello").unwrap_err().contains("not a WebAssembly"));
-        assert!(check_header(b"\0asm\x01\0\0\0").unwrap_err().contains("core WebAssembly module"));
+        assert!(
+            check_header(b"hello")
+                .unwrap_err()
+                .contains("not a WebAssembly")
+        );
+        assert!(
+            check_header(b"\0asm\x01\0\0\0")
+                .unwrap_err()
+                .contains("core WebAssembly module")
+        );
         assert!(check_header(b"\0asm\x0d\0\x01\0").is_ok());
     }
 }

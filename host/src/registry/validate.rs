@@ -49,7 +49,11 @@ fn validate_tool(tool: &wit::Tool) -> Result<(), String> {
         return Err(format!("tool `{name}` has an empty description"));
     }
     match serde_json::from_str::<Value>(&tool.input_schema) {
-        Err(err) => return Err(format!("tool `{name}`: input-schema is not valid JSON ({err})")),
+        Err(err) => {
+            return Err(format!(
+                "tool `{name}`: input-schema is not valid JSON ({err})"
+            ));
+        }
         Ok(Value::Object(schema)) if schema.get("type") == Some(&Value::from("object")) => {}
         Ok(_) => {
             return Err(format!(

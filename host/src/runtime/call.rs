@@ -2,7 +2,8 @@
 //!
 //! Every call, and every retry of a multi-round call, gets a new `Store` and a
 //! new instance made from the component's pre-instantiated handle
-//! ([`ToolProviderPre`]). Nothing survives from one call to the next, so a
+//! ([`CheckedComponent`]: imports resolved and exports type-checked once, at
+//! load). Nothing survives from one call to the next, so a
 //! tool cannot leak data between callers and a crashed instance cannot poison
 //! later calls. With the pooling allocator this costs microseconds (see
 //! [`engine`](super::engine)).
@@ -13,8 +14,10 @@
 //!   environment variables, no arguments, no sockets or name lookups, an empty
 //!   stdin, stdout discarded, stderr captured in a small tail
 //!   ([`StderrTail`]) for the log line of a failed call;
-//! - resource limits: the memory cap (growing past it traps at once), and
-//!   per-component instance, table and memory counts;
+//! - resource limits: the memory cap, per linear memory (growing past it
+//!   traps at once, and the failure is reported as out of memory whatever
+//!   the guest does next), and per-component instance, table and memory
+//!   counts;
 //! - the call's deadline. The store's epoch deadline is one tick; at every
 //!   tick the callback yields to tokio (so a looping guest never holds a
 //!   worker thread for more than a tick) until the wall-clock deadline has
@@ -30,10 +33,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tokio::sync::SemaphorePermit;
-use wasmtime::component::ResourceTable;
+use wasmtime::component::{ComponentExportIndex, InstancePre, ResourceTable, TypedFunc};
 use wasmtime::{ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder, Trap, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
+use super::Runtime;
 use super::bindings::{ToolProviderPre, wit};
 use super::engine::{
     MAX_CORE_INSTANCES_PER_COMPONENT, MAX_MEMORIES_PER_COMPONENT, MAX_TABLES_PER_COMPONENT,
@@ -42,7 +46,6 @@ use super::error::CallError;
 use super::events::{EventSink, EventState};
 use super::output::OutputSize;
 use super::stderr::StderrTail;
-use super::Runtime;
 
 /// The error a call fails with once its deadline has passed; recognised with
 /// `wasmtime::Error::is`.
@@ -143,7 +146,12 @@ impl Runtime {
     }
 
     /// A fresh store for one call of `label`, failing at `deadline`.
-    fn new_store(&self, label: Arc<str>, deadline: Instant, events: Option<EventSink>) -> CallStore {
+    fn new_store(
+        &self,
+        label: Arc<str>,
+        deadline: Instant,
+        events: Option<EventSink>,
+    ) -> CallStore {
         let stderr = StderrTail::new();
         let wasi = WasiCtxBuilder::new()
             .stderr(stderr.clone())
@@ -189,23 +197,32 @@ impl Runtime {
         }
     }
 
-    /// Calls `list-tools` of a component in a fresh instance. A failure is
-    /// not logged here: it comes back with the guest's stderr, for the
-    /// caller's own (single) log line.
+    /// Calls `list-tools` of a component in a fresh instance. On success,
+    /// also returns the component's [`CheckedComponent`] for later calls.
+    /// A failure is not logged here: it comes back with the guest's stderr,
+    /// for the caller's own (single) log line.
     pub(crate) async fn list_tools(
         &self,
         pre: &ToolProviderPre<CallState>,
         label: Arc<str>,
-    ) -> Result<Vec<wit::Tool>, ListToolsError> {
+    ) -> Result<(Vec<wit::Tool>, CheckedComponent), ListToolsError> {
         let deadline = Instant::now() + self.limits.call_timeout;
-        let permit = self.permit(deadline).await.map_err(|error| ListToolsError {
-            error,
-            stderr: None,
-        })?;
+        let permit = self
+            .permit(deadline)
+            .await
+            .map_err(|error| ListToolsError {
+                error,
+                stderr: None,
+            })?;
         let mut call = self.new_store(label, deadline, None);
         let store = &mut call.store;
         let result = tokio::time::timeout_at(deadline.into(), async {
-            let instance = pre.instantiate_async(&mut *store).await.map_err(Failure::Start)?;
+            // The generated bindings type-check both exports against the
+            // world here, which is what makes `CheckedComponent` sound.
+            let instance = pre
+                .instantiate_async(&mut *store)
+                .await
+                .map_err(Failure::Start)?;
             instance
                 .airlock_mcp_tools()
                 .call_list_tools(&mut *store)
@@ -214,16 +231,23 @@ impl Runtime {
         })
         .await;
         let (result, stderr, _label) = self.finish(call, permit, result, |_| Ok(()));
-        result.map_err(|error| ListToolsError {
+        let tools = result.map_err(|error| ListToolsError {
             error,
             stderr: stderr.text(),
-        })
+        })?;
+        let checked = CheckedComponent::new(pre).map_err(|err| ListToolsError {
+            error: CallError::Instantiate {
+                detail: describe(&err),
+            },
+            stderr: None,
+        })?;
+        Ok((tools, checked))
     }
 
-    /// Calls `call-tool` in a fresh instance of the component behind `pre`.
+    /// Calls `call-tool` in a fresh instance of `component`.
     pub(crate) async fn call_tool(
         &self,
-        pre: &ToolProviderPre<CallState>,
+        component: &CheckedComponent,
         name: Arc<str>,
         arguments: &str,
         round: &wit::Round,
@@ -235,12 +259,15 @@ impl Runtime {
         let store = &mut call.store;
         let arguments = arguments.to_owned();
         let result = tokio::time::timeout_at(deadline.into(), async {
-            let instance = pre.instantiate_async(&mut *store).await.map_err(Failure::Start)?;
-            instance
-                .airlock_mcp_tools()
-                .call_call_tool(&mut *store, &name, &arguments, round)
+            let call_tool = component
+                .instantiate(&mut *store)
                 .await
-                .map_err(Failure::Run)
+                .map_err(Failure::Start)?;
+            let (outcome,) = call_tool
+                .call_async(&mut *store, (&name, &arguments, round))
+                .await
+                .map_err(Failure::Run)?;
+            Ok(outcome)
         })
         .await;
         let limit = self.limits.max_output_bytes;
@@ -321,6 +348,59 @@ impl Runtime {
     }
 }
 
+/// A linked component whose exports have been type-checked against the
+/// `tool-provider` world, ready for calls.
+///
+/// The generated bindings type-check every export each time they
+/// instantiate, which walks the whole `call-outcome` type (a few
+/// microseconds, a sizeable share of a call). Export types belong to the
+/// component, not to an instance, so checking once, at load, is enough: a
+/// `CheckedComponent` can only be made by [`Runtime::list_tools`] after the
+/// checked instantiation succeeded, and each call then looks `call-tool` up
+/// by its pre-resolved index without checking again.
+#[derive(Clone)]
+pub(crate) struct CheckedComponent {
+    instance_pre: InstancePre<CallState>,
+    call_tool: ComponentExportIndex,
+}
+
+impl CheckedComponent {
+    /// Must only be called once `pre` has been instantiated through the
+    /// generated (type-checking) bindings.
+    fn new(pre: &ToolProviderPre<CallState>) -> wasmtime::Result<CheckedComponent> {
+        let component = pre.instance_pre().component();
+        let call_tool = component
+            .get_export_index(None, TOOLS_INTERFACE)
+            .and_then(|tools| component.get_export_index(Some(&tools), "call-tool"))
+            .ok_or_else(|| wasmtime::format_err!("no export `call-tool` in `{TOOLS_INTERFACE}`"))?;
+        Ok(CheckedComponent {
+            instance_pre: pre.instance_pre().clone(),
+            call_tool,
+        })
+    }
+
+    /// A fresh instance's `call-tool`.
+    async fn instantiate(
+        &self,
+        store: &mut Store<CallState>,
+    ) -> wasmtime::Result<TypedFunc<(&str, &String, &wit::Round), (wit::CallOutcome,)>> {
+        let instance = self.instance_pre.instantiate_async(&mut *store).await?;
+        let func = instance
+            .get_func(&mut *store, self.call_tool)
+            .ok_or_else(|| wasmtime::format_err!("no export `call-tool`"))?;
+        // SAFETY: `CheckedComponent::new` is only reached after the generated
+        // bindings instantiated this very component and type-checked its
+        // `call-tool` export against exactly these parameter and result
+        // types; an export's type is fixed by the component, so it is the
+        // same in every instance.
+        Ok(unsafe { TypedFunc::new_unchecked(func) })
+    }
+}
+
+/// The exported interface of the `tool-provider` world, as the generated
+/// bindings name it.
+const TOOLS_INTERFACE: &str = "airlock:mcp/tools@0.1.0";
+
 /// A failed `list-tools` call, with what the guest wrote to stderr.
 #[derive(Debug)]
 pub(crate) struct ListToolsError {
@@ -353,14 +433,13 @@ enum Failure {
     Run(wasmtime::Error),
 }
 
-/// The whole error chain on one line per cause.
+/// The root cause first (e.g. "wasm trap: wasm `unreachable` instruction
+/// executed"), then the context around it (e.g. the wasm backtrace).
 fn describe(err: &wasmtime::Error) -> String {
-    let mut out = String::new();
-    for (i, cause) in err.chain().enumerate() {
-        if i > 0 {
-            out.push_str(": ");
-        }
-        out.push_str(&cause.to_string());
+    let causes: Vec<String> = err.chain().map(|cause| cause.to_string()).collect();
+    match causes.split_last() {
+        None => String::new(),
+        Some((root, [])) => root.clone(),
+        Some((root, context)) => format!("{root} ({})", context.join(": ")),
     }
-    out
 }

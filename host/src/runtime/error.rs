@@ -53,7 +53,7 @@ pub enum CallError {
 pub(crate) fn human_duration(d: Duration) -> String {
     if d.subsec_nanos() == 0 {
         format!("{} s", d.as_secs())
-    } else if d.subsec_nanos() % 1_000_000 == 0 {
+    } else if d.subsec_nanos().is_multiple_of(1_000_000) {
         format!("{} ms", d.as_millis())
     } else {
         format!("{d:?}")
@@ -67,9 +67,9 @@ pub(crate) fn human_bytes(n: usize) -> String {
     const GIB: usize = 1 << 30;
     match n {
         0 => "0 bytes".to_owned(),
-        n if n % GIB == 0 => format!("{} GiB", n / GIB),
-        n if n % MIB == 0 => format!("{} MiB", n / MIB),
-        n if n % KIB == 0 => format!("{} KiB", n / KIB),
+        n if n.is_multiple_of(GIB) => format!("{} GiB", n / GIB),
+        n if n.is_multiple_of(MIB) => format!("{} MiB", n / MIB),
+        n if n.is_multiple_of(KIB) => format!("{} KiB", n / KIB),
         n => format!("{n} bytes"),
     }
 }

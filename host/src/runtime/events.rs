@@ -122,6 +122,20 @@ impl EventState {
     }
 }
 
+/// The RFC 5424 name of a level, as MCP spells it.
+pub fn level_name(level: LogLevel) -> &'static str {
+    match level {
+        LogLevel::Debug => "debug",
+        LogLevel::Info => "info",
+        LogLevel::Notice => "notice",
+        LogLevel::Warning => "warning",
+        LogLevel::Error => "error",
+        LogLevel::Critical => "critical",
+        LogLevel::Alert => "alert",
+        LogLevel::Emergency => "emergency",
+    }
+}
+
 /// Cuts `s` to at most `max` bytes at a character boundary, marking the cut.
 pub(crate) fn truncate(mut s: String, max: usize) -> String {
     if s.len() > max {
@@ -144,18 +158,19 @@ impl host_import::Host for CallState {
         }
         let message = truncate(message, MAX_EVENT_MESSAGE_BYTES);
         let tool = &*events.label;
+        let name = level_name(level);
         match level {
             LogLevel::Debug => {
-                tracing::debug!(target: "airlock::guest", tool, level = "debug", "{message}")
+                tracing::debug!(target: "airlock::guest", tool, level = name, "{message}")
             }
             LogLevel::Info | LogLevel::Notice => {
-                tracing::info!(target: "airlock::guest", tool, level = ?level, "{message}")
+                tracing::info!(target: "airlock::guest", tool, level = name, "{message}")
             }
             LogLevel::Warning => {
-                tracing::warn!(target: "airlock::guest", tool, level = "warning", "{message}")
+                tracing::warn!(target: "airlock::guest", tool, level = name, "{message}")
             }
             LogLevel::Error | LogLevel::Critical | LogLevel::Alert | LogLevel::Emergency => {
-                tracing::error!(target: "airlock::guest", tool, level = ?level, "{message}")
+                tracing::error!(target: "airlock::guest", tool, level = name, "{message}")
             }
         }
         events.send(GuestEvent::Log { level, message }).await

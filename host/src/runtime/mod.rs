@@ -4,7 +4,7 @@
 //! - [`engine`]: the `Engine` (pooling allocator, copy-on-write memory
 //!   images, epoch interruption) and the epoch ticker thread;
 //! - [`bindings`]: `bindgen!` of the `tool-provider` world;
-//! - [`call`]: one call in one fresh `Store`, with its limits and deadline;
+//! - `call`: one call in one fresh `Store`, with its limits and deadline;
 //! - [`events`]: the `log` and `progress` host imports;
 //! - [`output`]: the size of a guest's answer, for the output limit;
 //! - [`stderr`]: a guest's stderr, kept as a bounded tail for the log;
@@ -43,9 +43,9 @@ use tokio::sync::Semaphore;
 use wasmtime::Engine;
 use wasmtime::component::{HasSelf, Linker};
 
-pub use self::bindings::{LogLevel, wit};
 pub(crate) use self::bindings::ToolProviderPre;
-pub(crate) use self::call::CallState;
+pub use self::bindings::{LogLevel, wit};
+pub(crate) use self::call::{CallState, CheckedComponent};
 use self::engine::{EPOCH_TICK, EpochTicker};
 pub use self::error::CallError;
 pub use self::events::{EventSink, GuestEvent};
@@ -56,7 +56,8 @@ pub struct RuntimeLimits {
     /// Most linear memory one instance may use, in bytes. Default 64 MiB:
     /// plenty for JSON-in, JSON-out tools (a Rust guest starts at about
     /// 1 MiB) and small enough that 256 concurrent calls fit in 16 GiB.
-    /// The pooling allocator sizes its memory slots to exactly this.
+    /// The pooling allocator reserves exactly this (plus a guard region)
+    /// per memory slot.
     pub max_memory_bytes: usize,
     /// Wall-clock time limit of one call, from the moment it is made
     /// (waiting for a free slot included). Default 10 s.
@@ -65,11 +66,12 @@ pub struct RuntimeLimits {
     /// [`output::OutputSize`]). Default 1 MiB.
     pub max_output_bytes: usize,
     /// Most guest calls running at once; further calls wait for a slot (up to
-    /// their deadline). Default 256: a guest mostly waits on nothing (there
-    /// is no I/O), so more than a few per core only queues work, but a short
-    /// burst of slow calls should not block quick ones. Each slot costs
-    /// address space (a 4 GiB-plus-guard reservation per memory) and, once
-    /// used, up to 2 MiB of resident memory kept warm for the next call.
+    /// their deadline). Default 256: guests are CPU-bound, so more than a few
+    /// per core only queue work, but a burst of slow calls (a guest waiting
+    /// on a full event channel, a WASI sleep) should not hold up quick ones.
+    /// The instance pool is sized from this: each slot costs address space
+    /// (the memory cap plus a guard region, per memory) and, once used, up
+    /// to 2 MiB of resident memory kept warm for the next call.
     pub max_concurrent_calls: usize,
     /// Most `log` and `progress` events one call may report; later ones are
     /// dropped. Default 1000.

@@ -161,10 +161,7 @@ impl OutputSize for wit::Tool {
             + self.description.len()
             + self.input_schema.len()
             + opt_str(&self.output_schema)
-            + self
-                .annotations
-                .as_ref()
-                .map_or(0, |a| opt_str(&a.title))
+            + self.annotations.as_ref().map_or(0, |a| opt_str(&a.title))
     }
 }
 
@@ -202,12 +199,10 @@ mod tests {
         let required = wit::CallOutcome::InputRequired(wit::InputRequired {
             requests: vec![(
                 "key".into(),
-                wit::InputRequest::Elicitation(wit::ElicitationRequest::Url(
-                    wit::UrlElicitation {
-                        message: "go".into(),
-                        url: "https://x".into(),
-                    },
-                )),
+                wit::InputRequest::Elicitation(wit::ElicitationRequest::Url(wit::UrlElicitation {
+                    message: "go".into(),
+                    url: "https://x".into(),
+                })),
             )],
             state: Some(vec![1, 2, 3]),
         });

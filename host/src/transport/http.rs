@@ -64,29 +64,50 @@ pub async fn serve(
     let router = Router::new()
         .route("/mcp", post(handle_post).fallback(method_not_allowed))
         .with_state(app);
-    axum::serve(listener, router).with_graceful_shutdown(shutdown).await
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
 }
 
 async fn method_not_allowed() -> Response {
     let mut response = error_response(
         StatusCode::METHOD_NOT_ALLOWED,
         None,
-        &RpcError::invalid_request("Method not allowed: this endpoint accepts POST only (MCP 2026-07-28)"),
+        &RpcError::invalid_request(
+            "Method not allowed: this endpoint accepts POST only (MCP 2026-07-28)",
+        ),
     );
-    response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("POST"));
     response
 }
 
-fn error_response(status: StatusCode, id: Option<&serde_json::Value>, error: &RpcError) -> Response {
+fn error_response(
+    status: StatusCode,
+    id: Option<&serde_json::Value>,
+    error: &RpcError,
+) -> Response {
     json_response(status, jsonrpc::encode_error(id, error))
 }
 
 fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
-    (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response()
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response()
 }
 
 fn reply_response(reply: Reply) -> Response {
-    json_response(StatusCode::from_u16(reply.http_status).unwrap_or(StatusCode::OK), reply.body)
+    json_response(
+        StatusCode::from_u16(reply.http_status).unwrap_or(StatusCode::OK),
+        reply.body,
+    )
 }
 
 /// The host part of `host[:port]` (keeps the brackets of an IPv6 literal).
@@ -94,28 +115,40 @@ fn host_name(authority: &str) -> &str {
     if authority.starts_with('[') {
         return authority.split_inclusive(']').next().unwrap_or(authority);
     }
-    authority.rsplit_once(':').map_or(authority, |(host, _)| host)
+    authority
+        .rsplit_once(':')
+        .map_or(authority, |(host, _)| host)
 }
 
 impl App {
     fn host_allowed(&self, host: &str) -> bool {
         let host = host_name(host);
-        self.settings.allowed_hosts.iter().any(|allowed| allowed.eq_ignore_ascii_case(host))
+        self.settings
+            .allowed_hosts
+            .iter()
+            .any(|allowed| allowed.eq_ignore_ascii_case(host))
     }
 
     /// DNS-rebinding protection: `Host` must name an allowed host, and an
     /// `Origin`, when present, must be an allowed host or an allowed origin.
     fn check_host_and_origin(&self, headers: &HeaderMap) -> Result<(), String> {
-        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
+        let host = headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("");
         if !self.host_allowed(host) {
-            return Err(format!("Host '{host}' is not allowed; start airlock with --allowed-host to accept it"));
+            return Err(format!(
+                "Host '{host}' is not allowed; start airlock with --allowed-host to accept it"
+            ));
         }
         if let Some(origin) = headers.get(header::ORIGIN) {
             let origin = origin.to_str().unwrap_or("");
             let authority = origin.split_once("://").map_or("", |(_, rest)| rest);
             let exact = self.settings.allowed_origins.iter().any(|o| o == origin);
             if !exact && !self.host_allowed(authority) {
-                return Err(format!("Origin '{origin}' is not allowed; start airlock with --allowed-origin to accept it"));
+                return Err(format!(
+                    "Origin '{origin}' is not allowed; start airlock with --allowed-origin to accept it"
+                ));
             }
         }
         Ok(())
@@ -125,7 +158,9 @@ impl App {
         match &self.settings.tokens {
             None => Some(auth::ANONYMOUS.to_owned()),
             Some(tokens) => {
-                let authorization = headers.get(header::AUTHORIZATION).and_then(|h| h.to_str().ok());
+                let authorization = headers
+                    .get(header::AUTHORIZATION)
+                    .and_then(|h| h.to_str().ok());
                 tokens.authenticate(authorization).map(str::to_owned)
             }
         }
@@ -135,7 +170,9 @@ impl App {
 fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     // A value with bytes outside visible ASCII can never match a body value
     // (those travel Base64-encoded), so it is read as a value that mismatches.
-    headers.get(name).map(|v| v.to_str().map(str::trim).unwrap_or("\u{fffd}"))
+    headers
+        .get(name)
+        .map(|v| v.to_str().map(str::trim).unwrap_or("\u{fffd}"))
 }
 
 fn accepts_event_stream(headers: &HeaderMap) -> bool {
@@ -150,13 +187,19 @@ fn wants_notifications(params: &serde_json::Map<String, serde_json::Value>) -> b
     params
         .get("_meta")
         .and_then(|m| m.as_object())
-        .is_some_and(|m| m.contains_key("progressToken") || m.contains_key("io.modelcontextprotocol/logLevel"))
+        .is_some_and(|m| {
+            m.contains_key("progressToken") || m.contains_key("io.modelcontextprotocol/logLevel")
+        })
 }
 
 async fn handle_post(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
     if let Err(message) = app.check_host_and_origin(&headers) {
         tracing::info!(%message, "request refused");
-        return error_response(StatusCode::FORBIDDEN, None, &RpcError::invalid_request(message));
+        return error_response(
+            StatusCode::FORBIDDEN,
+            None,
+            &RpcError::invalid_request(message),
+        );
     }
     let Some(principal) = app.principal(&headers) else {
         let mut response = error_response(
@@ -164,16 +207,26 @@ async fn handle_post(State(app): State<Arc<App>>, headers: HeaderMap, body: Body
             None,
             &RpcError::invalid_request("Unauthorized: send Authorization: Bearer <token>"),
         );
-        response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"airlock\""));
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"airlock\""),
+        );
         return response;
     };
-    if let Some(content_type) = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok())
-        && !content_type.trim_start().to_ascii_lowercase().starts_with("application/json")
+    if let Some(content_type) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        && !content_type
+            .trim_start()
+            .to_ascii_lowercase()
+            .starts_with("application/json")
     {
         return error_response(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             None,
-            &RpcError::invalid_request(format!("Unsupported Content-Type '{content_type}': send application/json")),
+            &RpcError::invalid_request(format!(
+                "Unsupported Content-Type '{content_type}': send application/json"
+            )),
         );
     }
     let limit = app.settings.max_body_bytes;
@@ -184,7 +237,9 @@ async fn handle_post(State(app): State<Arc<App>>, headers: HeaderMap, body: Body
             &RpcError::invalid_request(format!("Request body exceeds the {limit}-byte limit")),
         )
     };
-    let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|length| length > limit as u64) {
         return too_large();
     }
@@ -199,7 +254,9 @@ async fn handle_post(State(app): State<Arc<App>>, headers: HeaderMap, body: Body
             return error_response(
                 StatusCode::BAD_REQUEST,
                 None,
-                &RpcError::invalid_request("Invalid Request: this server sends no requests, so it takes no responses"),
+                &RpcError::invalid_request(
+                    "Invalid Request: this server sends no requests, so it takes no responses",
+                ),
             );
         }
         Err(e) => return error_response(StatusCode::BAD_REQUEST, e.id.as_ref(), &e.error),
@@ -213,10 +270,17 @@ async fn handle_post(State(app): State<Arc<App>>, headers: HeaderMap, body: Body
             name: header_str(&headers, "mcp-name"),
             all: Some(&headers),
         };
-        let context = RequestContext { principal: &principal, headers: Some(mirrored) };
+        let context = RequestContext {
+            principal: &principal,
+            headers: Some(mirrored),
+        };
         server.handle(&request, context, notifier.as_ref()).await
     };
-    if streaming { stream_or_reply(run).await } else { reply_response(run(None).await) }
+    if streaming {
+        stream_or_reply(run).await
+    } else {
+        reply_response(run(None).await)
+    }
 }
 
 /// Answers with JSON if the call finishes before its first notification,
@@ -238,7 +302,12 @@ where
             }
         },
     };
-    let stream = EventStream { call: Some(call), notes, reply: None, first };
+    let stream = EventStream {
+        call: Some(call),
+        notes,
+        reply: None,
+        first,
+    };
     sse_response(stream)
 }
 

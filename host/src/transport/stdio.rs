@@ -20,7 +20,13 @@ use crate::protocol::{RequestContext, Server};
 
 /// Serves on this process's stdin and stdout until stdin closes.
 pub async fn serve(server: Arc<Server>, max_line_bytes: usize) -> std::io::Result<()> {
-    serve_streams(server, max_line_bytes, BufReader::new(tokio::io::stdin()), tokio::io::stdout()).await
+    serve_streams(
+        server,
+        max_line_bytes,
+        BufReader::new(tokio::io::stdin()),
+        tokio::io::stdout(),
+    )
+    .await
 }
 
 /// Serves on any line-oriented byte streams (stdin and stdout in production).
@@ -38,7 +44,9 @@ pub async fn serve_streams(
         let line = match read_line(&mut input, max_line_bytes).await? {
             Line::End => break,
             Line::TooLong => {
-                let error = RpcError::invalid_request(format!("Message exceeds the {max_line_bytes}-byte limit"));
+                let error = RpcError::invalid_request(format!(
+                    "Message exceeds the {max_line_bytes}-byte limit"
+                ));
                 let _ = out.send(jsonrpc::encode_error(None, &error)).await;
                 continue;
             }
@@ -49,13 +57,20 @@ pub async fn serve_streams(
         }
         match jsonrpc::decode(&line) {
             Err(e) => {
-                let _ = out.send(jsonrpc::encode_error(e.id.as_ref(), &e.error)).await;
+                let _ = out
+                    .send(jsonrpc::encode_error(e.id.as_ref(), &e.error))
+                    .await;
             }
-            Ok(Incoming::Response) => tracing::debug!("ignoring a JSON-RPC response: this server sends no requests"),
+            Ok(Incoming::Response) => {
+                tracing::debug!("ignoring a JSON-RPC response: this server sends no requests")
+            }
             Ok(Incoming::Notification(note)) => {
                 if note.method == "notifications/cancelled"
                     && let Some(id) = note.params.get("requestId")
-                    && let Some(task) = in_flight.lock().expect("in-flight map").remove(&id.to_string())
+                    && let Some(task) = in_flight
+                        .lock()
+                        .expect("in-flight map")
+                        .remove(&id.to_string())
                 {
                     tracing::debug!(request = %id, "request cancelled by the client");
                     task.abort();
@@ -66,11 +81,17 @@ pub async fn serve_streams(
                 let (server, out, registry) = (server.clone(), out.clone(), in_flight.clone());
                 let finished_key = key.clone();
                 let handle = tasks.spawn(async move {
-                    let context = RequestContext { principal: auth::LOCAL, headers: None };
+                    let context = RequestContext {
+                        principal: auth::LOCAL,
+                        headers: None,
+                    };
                     let reply = server.handle(&request, context, Some(&out)).await;
                     // Unregister before replying: once the reply is queued a
                     // late cancellation must not abort anything.
-                    registry.lock().expect("in-flight map").remove(&finished_key);
+                    registry
+                        .lock()
+                        .expect("in-flight map")
+                        .remove(&finished_key);
                     let _ = out.send(reply.body).await;
                 });
                 in_flight.lock().expect("in-flight map").insert(key, handle);
@@ -84,7 +105,10 @@ pub async fn serve_streams(
     writer.await.map_err(std::io::Error::other)?
 }
 
-async fn write_lines(mut output: impl AsyncWrite + Unpin, mut lines: mpsc::Receiver<Vec<u8>>) -> std::io::Result<()> {
+async fn write_lines(
+    mut output: impl AsyncWrite + Unpin,
+    mut lines: mpsc::Receiver<Vec<u8>>,
+) -> std::io::Result<()> {
     while let Some(mut line) = lines.recv().await {
         line.push(b'\n');
         output.write_all(&line).await?;
@@ -129,7 +153,11 @@ async fn read_line(input: &mut (impl AsyncBufRead + Unpin), max: usize) -> std::
         let consumed = chunk.len() + usize::from(done);
         input.consume(consumed);
         if done {
-            return Ok(if too_long { Line::TooLong } else { Line::Message(line) });
+            return Ok(if too_long {
+                Line::TooLong
+            } else {
+                Line::Message(line)
+            });
         }
     }
 }
@@ -152,7 +180,10 @@ mod tests {
 
     #[tokio::test]
     async fn reads_bounded_lines() {
-        assert_eq!(lines(b"ab\ncdef\n\nlast", 4).await, ["ab", "cdef", "", "last"]);
+        assert_eq!(
+            lines(b"ab\ncdef\n\nlast", 4).await,
+            ["ab", "cdef", "", "last"]
+        );
         assert_eq!(lines(b"abcdefgh\nok\n", 4).await, ["<too long>", "ok"]);
         assert_eq!(lines(b"abcdefgh", 4).await, ["<too long>"]);
     }
