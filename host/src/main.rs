@@ -5,6 +5,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// Every request allocates and frees many small buffers (JSON, HTTP, stores);
+/// mimalloc serves them faster than the system allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Serve MCP tools written as WebAssembly components.
 #[derive(Parser)]
 #[command(name = "airlock", version, about)]

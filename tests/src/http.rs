@@ -200,6 +200,8 @@ impl Http {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             // Error statuses are answers to assert on, not failures.
             .http_status_as_error(false)
+            // Straight to 127.0.0.1, whatever proxy the environment names.
+            .proxy(None)
             .timeout_global(Some(HTTP_TIMEOUT))
             .build()
             .into();

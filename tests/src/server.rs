@@ -162,9 +162,12 @@ impl Airlock {
             cmd.arg("--no-cache");
         }
         cmd.args(&self.args);
-        // Keys and log settings come only from what a test sets.
-        cmd.env_remove("AIRLOCK_STATE_KEYS");
-        cmd.env_remove("AIRLOCK_LOG");
+        // Every AIRLOCK_* setting comes only from what a test sets.
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("AIRLOCK_") {
+                cmd.env_remove(key);
+            }
+        }
         cmd.env("NO_COLOR", "1");
         for (k, v) in &self.envs {
             cmd.env(k, v);

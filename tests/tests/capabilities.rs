@@ -163,7 +163,7 @@ fn capabilities_are_checked_on_every_round() {
     let retry = call
         .retry(
             r,
-            json!({"resolution": elicit("accept", Some(json!({"Resolution": "Duplicate"})))}),
+            json!({"resolution": elicit("accept", Some(json!({"resolution": "Duplicate"})))}),
         )
         .caps(json!({}));
     let (id, reply) = client.send("tools/call", retry.params());

@@ -357,10 +357,18 @@ fn wrong_param_types_are_invalid_params() {
         let (id, reply) = http.send("tools/call", params);
         reply.assert_error(200, code::INVALID_PARAMS, Some(&id));
     }
-    // params itself must be an object (so there is no _meta).
+    // params itself must be an object: an array has no _meta (-32602), and
+    // MCP params are never positional (-32600); either is a 400 with the id.
     let h = http.headers_for("tools/list", &json!({}));
     let reply = http.post_json(&h, &request(json!("arr"), "tools/list", json!([1, 2])));
-    reply.assert_error(400, code::INVALID_PARAMS, Some(&json!("arr")));
+    let body = reply.message();
+    assert_eq!(reply.status, 400, "{body}");
+    assert_eq!(body["id"], "arr", "{body}");
+    assert!(
+        [code::INVALID_PARAMS, code::INVALID_REQUEST]
+            .contains(&body["error"]["code"].as_i64().unwrap_or(0)),
+        "{body}"
+    );
     // name must be a string. The header can't match a number's text either,
     // so either check may answer first; both must be errors echoing the id.
     let params = with_meta(json!({"name": 5, "arguments": {}}), all_caps());
@@ -681,10 +689,12 @@ fn log_level_filters_lower_levels() {
     let server = serve(&["probe"]);
     let http = server.client();
     // The probe logs at info: nothing at warning and above.
-    let (_, reply) = http.send("tools/call", progress_call(3).log_level("warning").params());
-    assert!(reply.is_sse(), "{:?}", reply.header("content-type"));
+    let (id, reply) = http.send("tools/call", progress_call(3).log_level("warning").params());
+    assert_eq!(reply.status, 200, "{}", reply.text());
     assert_eq!(reply.notifications(), Vec::<Value>::new());
-    complete(&reply.message());
+    let response = reply.message();
+    assert_eq!(response["id"], id);
+    complete(&response);
     // debug includes info.
     let (_, reply) = http.send("tools/call", progress_call(2).log_level("debug").params());
     let logs = reply
@@ -702,6 +712,29 @@ fn log_level_filters_lower_levels() {
         "{}",
         reply.text()
     );
+}
+
+#[test]
+fn a_stream_opens_only_when_there_is_something_to_stream() {
+    // A request that opted in to notifications gets SSE once its first
+    // notification exists; one that produced none gets plain JSON, so its
+    // HTTP status still tells what kind of error it was.
+    let server = serve(&["probe"]);
+    let (_, quiet) = server
+        .client()
+        .send("tools/call", progress_call(3).log_level("warning").params());
+    assert_eq!(quiet.media_type().as_deref(), Some("application/json"));
+    complete(&quiet.json());
+    let (_, chatty) = server
+        .client()
+        .send("tools/call", progress_call(3).log_level("info").params());
+    assert!(
+        chatty.is_sse(),
+        "info logs should stream, got {:?}",
+        chatty.header("content-type")
+    );
+    assert_eq!(chatty.notifications().len(), 3);
+    complete(&chatty.message());
 }
 
 #[test]

@@ -34,6 +34,7 @@ over_both_transports! {
     work_item_resolved_as_duplicate: "work_items" => flows::work_item_duplicate;
     work_item_resolved_as_fixed: "work_items" => flows::work_item_fixed;
     work_item_with_resolution_given: "work_items" => flows::work_item_no_question;
+    work_item_question_declined: "work_items" => flows::work_item_declined;
     deploy_to_production_confirmed: "deploy" => flows::deploy_production_accepted;
     deploy_to_production_refused: "deploy" => flows::deploy_production_refused;
     deploy_to_staging: "deploy" => flows::deploy_staging;

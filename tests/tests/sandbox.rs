@@ -165,7 +165,11 @@ fn invalid_json_from_a_guest_is_an_error_result() {
     let response = call(&client, "bad_json", json!({}));
     let r = complete(&response);
     assert!(is_error(r), "{response}");
-    assert!(!text(r).trim().is_empty(), "say why: {response}");
+    let why = text(r).to_ascii_lowercase();
+    assert!(
+        why.contains("json") && why.contains("bad_json"),
+        "say which tool returned invalid JSON: {response}"
+    );
     assert_sha256_works(&client);
 }
 
@@ -179,14 +183,14 @@ fn guests_see_no_environment() {
     let t = text(r);
     assert!(!t.contains("hunter2"), "the host environment leaked: {t}");
     assert!(!t.contains("PATH"), "the host environment leaked: {t}");
-    let vars: Value = serde_json::from_str(t.trim())
+    let seen: Value = serde_json::from_str(t.trim())
         .unwrap_or_else(|e| panic!("env should report JSON ({e}): {t}"));
-    let empty = match &vars {
-        Value::Object(m) => m.is_empty(),
-        Value::Array(a) => a.is_empty(),
-        _ => false,
-    };
-    assert!(empty, "a guest must see no environment variables: {vars}");
+    assert_eq!(
+        seen["vars"],
+        json!({}),
+        "a guest must see no environment variables: {seen}"
+    );
+    assert_eq!(r["structuredContent"]["vars"], json!({}), "{response}");
 }
 
 #[test]
@@ -217,4 +221,30 @@ fn a_slow_call_within_its_deadline_completes() {
     let response = call(&server.client(), "sleep", json!({"ms": 300}));
     let r = complete(&response);
     assert!(!is_error(r), "{response}");
+}
+
+#[test]
+fn calls_over_the_concurrency_cap_wait_their_turn() {
+    let server = probe(&["--max-concurrent-calls", "1"]);
+    let url = server.url().to_string();
+    let started = Instant::now();
+    let sleepers: Vec<_> = (0..3)
+        .map(|_| {
+            let url = url.clone();
+            thread::spawn(move || call(&Http::new(&url), "sleep", json!({"ms": 700})))
+        })
+        .collect();
+    for sleeper in sleepers {
+        let response = sleeper.join().unwrap();
+        let r = complete(&response);
+        assert!(!is_error(r), "a queued call must not fail: {response}");
+        assert_eq!(text(r), "slept 700");
+    }
+    // One at a time: three 700 ms sleeps cannot finish sooner than 2.1 s.
+    assert!(
+        started.elapsed() >= Duration::from_millis(2000),
+        "with --max-concurrent-calls 1 the sleeps ran side by side ({:?})",
+        started.elapsed()
+    );
+    assert_sha256_works(&server.client());
 }

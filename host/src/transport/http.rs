@@ -23,6 +23,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use axum::serve::ListenerExt;
 use futures_util::Stream;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -64,6 +65,13 @@ pub async fn serve(
     let router = Router::new()
         .route("/mcp", post(handle_post).fallback(method_not_allowed))
         .with_state(app);
+    // Replies and SSE events are written whole; Nagle's algorithm would only
+    // hold them back waiting for ACKs.
+    let listener = listener.tap_io(|stream| {
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%error, "cannot set TCP_NODELAY");
+        }
+    });
     axum::serve(listener, router)
         .with_graceful_shutdown(shutdown)
         .await

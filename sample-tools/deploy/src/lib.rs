@@ -193,9 +193,16 @@ mod tests {
         let call = Call::new("confirm", r#"{"action":"reboot"}"#);
         let yes = ElicitationResponse::accept(json!({"ok": true}));
         assert_eq!(answered(&call, yes), Outcome::text("confirmed reboot"));
-        for no in [ElicitationResponse::decline(), ElicitationResponse::accept(json!({"ok": false}))] {
+        for no in [
+            ElicitationResponse::decline(),
+            ElicitationResponse::accept(json!({"ok": false})),
+        ] {
             let again = answered(&call, no);
-            assert!(again.input_required().is_some_and(|i| i.requested("confirm").is_some()));
+            assert!(
+                again
+                    .input_required()
+                    .is_some_and(|i| i.requested("confirm").is_some())
+            );
         }
     }
 }
