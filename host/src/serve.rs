@@ -106,7 +106,27 @@ fn load_keys(options: &ServeOptions) -> anyhow::Result<KeyRing> {
     Ok(KeyRing::ephemeral())
 }
 
-/// Starts the server and runs it until stdin closes (stdio) or Ctrl-C (HTTP).
+/// Waits for Ctrl-C or, on Unix, SIGTERM (what service managers send).
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = terminate.recv() => {}
+                }
+                return;
+            }
+            Err(error) => tracing::warn!(%error, "cannot listen for SIGTERM; stop with Ctrl-C"),
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+/// Starts the server and runs it until stdin closes (stdio) or Ctrl-C or
+/// SIGTERM (HTTP).
 pub async fn run(options: ServeOptions) -> anyhow::Result<()> {
     let keys = load_keys(&options)?;
     let tokens = match (&options.tokens_file, options.stdio) {
@@ -183,8 +203,8 @@ pub async fn run(options: ServeOptions) -> anyhow::Result<()> {
     };
     tracing::info!("listening on http://{address}/mcp");
     let shutdown = async {
-        let _ = tokio::signal::ctrl_c().await;
-        tracing::info!("shutting down");
+        shutdown_signal().await;
+        tracing::info!("shutting down: finishing the requests in flight");
     };
     http::serve(server, settings, listener, shutdown)
         .await

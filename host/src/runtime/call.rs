@@ -29,7 +29,10 @@
 //! The store is dropped before the call's concurrency permit is released, so
 //! the pool can never hold more live instances than it was sized for.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Instant;
 
 use tokio::sync::SemaphorePermit;
@@ -52,6 +55,28 @@ use super::stderr::StderrTail;
 #[derive(Debug, Clone, Copy, thiserror::Error)]
 #[error("the call's deadline has passed")]
 pub(crate) struct DeadlineExceeded;
+
+/// A call's deadline passed while it waited on the host (a WASI sleep, a
+/// full event channel); running guest code is stopped by the epoch instead.
+#[derive(Debug)]
+pub(crate) struct DeadlinePassed;
+
+/// Runs `future` until `deadline`. The timer is armed only if the future
+/// does not finish on its first poll: most calls never wait on the host, and
+/// they then pay nothing for a timer they would never need.
+async fn within<F: Future>(deadline: Instant, future: F) -> Result<F::Output, DeadlinePassed> {
+    let mut future = std::pin::pin!(future);
+    let mut timer: Option<Pin<Box<tokio::time::Sleep>>> = None;
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(output) = future.as_mut().poll(cx) {
+            return Poll::Ready(Ok(output));
+        }
+        let timer =
+            timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
+        timer.as_mut().poll(cx).map(|()| Err(DeadlinePassed))
+    })
+    .await
+}
 
 /// Everything one call's `Store` holds.
 pub(crate) struct CallState {
@@ -216,7 +241,7 @@ impl Runtime {
             })?;
         let mut call = self.new_store(label, deadline, None);
         let store = &mut call.store;
-        let result = tokio::time::timeout_at(deadline.into(), async {
+        let result = within(deadline, async {
             // The generated bindings type-check both exports against the
             // world here, which is what makes `CheckedComponent` sound.
             let instance = pre
@@ -258,7 +283,7 @@ impl Runtime {
         let mut call = self.new_store(name.clone(), deadline, events);
         let store = &mut call.store;
         let arguments = arguments.to_owned();
-        let result = tokio::time::timeout_at(deadline.into(), async {
+        let result = within(deadline, async {
             let call_tool = component
                 .instantiate(&mut *store)
                 .await
@@ -293,7 +318,7 @@ impl Runtime {
         &self,
         call: CallStore,
         permit: SemaphorePermit<'_>,
-        result: Result<Result<R, Failure>, tokio::time::error::Elapsed>,
+        result: Result<Result<R, Failure>, DeadlinePassed>,
         check: impl FnOnce(&R) -> Result<(), CallError>,
     ) -> (Result<R, CallError>, StderrTail, Arc<str>) {
         let CallStore {
@@ -303,7 +328,7 @@ impl Runtime {
         } = call;
         let state = store.data();
         let result = match result {
-            Err(_elapsed) => Err(CallError::Timeout {
+            Err(DeadlinePassed) => Err(CallError::Timeout {
                 limit: self.limits.call_timeout,
             }),
             Ok(Ok(value)) => check(&value).map(|()| value),

@@ -200,7 +200,11 @@ fn wants_notifications(params: &serde_json::Map<String, serde_json::Value>) -> b
         })
 }
 
-async fn handle_post(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+async fn handle_post(State(app): State<Arc<App>>, request: axum::extract::Request) -> Response {
+    // Taken apart rather than extracted: the `HeaderMap` extractor clones
+    // every header of every request.
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers;
     if let Err(message) = app.check_host_and_origin(&headers) {
         tracing::info!(%message, "request refused");
         return error_response(
