@@ -248,3 +248,36 @@ fn calls_over_the_concurrency_cap_wait_their_turn() {
     );
     assert_sha256_works(&server.client());
 }
+
+#[test]
+fn a_client_that_goes_away_cancels_its_call() {
+    // One slot, long deadlines: if the abandoned sleep kept running, the next
+    // call would wait for its slot far longer than the bound below.
+    let server = probe(&["--max-concurrent-calls", "1", "--call-timeout-ms", "60000"]);
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "sleep", "arguments": {"ms": 50_000}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}},
+    })
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: sleep\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len(),
+        addr = server.addr(),
+    );
+    let mut socket = std::net::TcpStream::connect(server.addr()).unwrap();
+    std::io::Write::write_all(&mut socket, request.as_bytes()).unwrap();
+    thread::sleep(Duration::from_millis(500));
+    drop(socket);
+    let started = Instant::now();
+    let response = call(&server.client(), "count", json!({}));
+    assert_eq!(text(complete(&response)), "1");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the abandoned call still held the only slot ({:?})",
+        started.elapsed()
+    );
+}

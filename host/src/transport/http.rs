@@ -291,7 +291,22 @@ async fn handle_post(State(app): State<Arc<App>>, request: axum::extract::Reques
     if streaming {
         stream_or_reply(run).await
     } else {
-        reply_response(run(None).await)
+        // Run on its own task so an idle worker can take it; aborted if the
+        // client goes away (this future is dropped).
+        let mut task = AbortOnDrop(tokio::spawn(run(None)));
+        match (&mut task.0).await {
+            Ok(reply) => reply_response(reply),
+            Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+        }
+    }
+}
+
+/// A task that is aborted when its handle is dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
