@@ -35,19 +35,7 @@ fn guest_dir() -> PathBuf {
 }
 
 fn round() -> wit::Round {
-    wit::Round {
-        number: 1,
-        responses: Vec::new(),
-        state: None,
-        client: wit::ClientCapabilities {
-            elicitation_form: false,
-            elicitation_url: false,
-            sampling: false,
-            sampling_tools: false,
-            sampling_context: false,
-            roots: false,
-        },
-    }
+    wit::Round::first(wit::ClientCapabilities::NONE)
 }
 
 /// Loads hash and probe from a temporary tools directory.

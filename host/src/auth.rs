@@ -92,16 +92,6 @@ impl TokenTable {
             .get(&token_digest(token.trim()))
             .map(String::as_str)
     }
-
-    /// How many tokens are configured.
-    pub fn len(&self) -> usize {
-        self.by_digest.len()
-    }
-
-    /// True when no token is configured.
-    pub fn is_empty(&self) -> bool {
-        self.by_digest.is_empty()
-    }
 }
 
 #[cfg(test)]
@@ -113,7 +103,6 @@ mod tests {
         let table =
             TokenTable::parse("# team\nalice-token-0123456789 alice\n\nbob-token-0123456789 bob\n")
                 .unwrap();
-        assert_eq!(table.len(), 2);
         assert_eq!(
             table.authenticate(Some("Bearer alice-token-0123456789")),
             Some("alice")

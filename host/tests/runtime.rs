@@ -93,19 +93,7 @@ async fn probe(test: &str, limits: RuntimeLimits) -> Option<(Arc<Runtime>, Regis
 }
 
 fn round() -> wit::Round {
-    wit::Round {
-        number: 1,
-        responses: Vec::new(),
-        state: None,
-        client: wit::ClientCapabilities {
-            elicitation_form: false,
-            elicitation_url: false,
-            sampling: false,
-            sampling_tools: false,
-            sampling_context: false,
-            roots: false,
-        },
-    }
+    wit::Round::first(wit::ClientCapabilities::NONE)
 }
 
 /// The text of a complete, single-text-block outcome.

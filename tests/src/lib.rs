@@ -16,5 +16,5 @@ pub mod stdio;
 pub use client::{Exchange, McpClient};
 pub use http::{Headers, Http, Reply, raw_http};
 pub use mcp::{ToolCall, all_caps, code, no_caps};
-pub use server::{Airlock, HttpServer, SAMPLES, ToolsDir, run_airlock};
+pub use server::{Airlock, HttpServer, SAMPLE_TOOLS, SAMPLES, ToolsDir, run_airlock};
 pub use stdio::StdioServer;

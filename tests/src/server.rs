@@ -16,6 +16,17 @@ use crate::stdio::StdioServer;
 /// How long a server may take to say it is listening.
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Every tool the sample components offer, sorted by name.
+pub const SAMPLE_TOOLS: [&str; 7] = [
+    "build_report",
+    "confirm",
+    "deploy",
+    "list_roots",
+    "sha256",
+    "summarize",
+    "update_work_item",
+];
+
 /// The six sample tool components.
 pub const SAMPLES: &[&str] = &[
     "work_items",

@@ -6,7 +6,7 @@ use airlock_e2e::mcp::{
     META_CAPS, META_SERVER_INFO, META_VERSION, PROTOCOL_VERSION, ToolCall, all_caps, complete,
     is_error, request, text, with_meta,
 };
-use airlock_e2e::{Airlock, HttpServer, SAMPLES, ToolsDir, code, no_caps};
+use airlock_e2e::{Airlock, HttpServer, SAMPLE_TOOLS, SAMPLES, ToolsDir, code, no_caps};
 use serde_json::{Value, json};
 
 fn serve(components: &[&str]) -> HttpServer {
@@ -59,19 +59,7 @@ fn tools_list_lists_every_sample_tool() {
     let tools = r["tools"].as_array().expect("tools array");
     let mut names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
     names.sort_unstable();
-    assert_eq!(
-        names,
-        [
-            "build_report",
-            "confirm",
-            "deploy",
-            "list_roots",
-            "sha256",
-            "summarize",
-            "update_work_item"
-        ],
-        "{body}"
-    );
+    assert_eq!(names, SAMPLE_TOOLS, "{body}");
     for tool in tools {
         assert!(
             tool["description"].as_str().is_some_and(|d| !d.is_empty()),

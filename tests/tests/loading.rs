@@ -93,26 +93,19 @@ fn a_tools_path_that_is_a_file_is_an_error() {
 
 #[test]
 fn an_unreadable_tools_dir_is_an_error() {
-    use std::os::unix::fs::PermissionsExt;
+    // A symlink loop cannot be opened by any user, root included (file
+    // permissions would not stop root).
     let tools = ToolsDir::with(&["hash"]);
-    let locked = tools.path().join("locked");
-    std::fs::create_dir(&locked).unwrap();
-    std::fs::copy(
-        airlock_e2e::paths::component("hash"),
-        locked.join("hash.wasm"),
-    )
-    .unwrap();
-    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
-    let readable_anyway = std::fs::read_dir(&locked).is_ok();
-    if readable_anyway {
-        // Privileged users (root in CI containers) read it regardless.
-        eprintln!("skipping the unreadable case: permissions do not bind this user");
-    } else {
-        let (status, stderr) = Airlock::with_tools_path(&locked).run_expecting_exit();
-        assert!(!status.success(), "{status}\n{stderr}");
-        assert!(stderr.contains("locked"), "{stderr}");
-    }
-    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let looped = tools.path().join("looped");
+    std::os::unix::fs::symlink(tools.path().join("loop-back"), &looped).unwrap();
+    std::os::unix::fs::symlink(&looped, tools.path().join("loop-back")).unwrap();
+    let (status, stderr) = Airlock::with_tools_path(&looped).run_expecting_exit();
+    assert!(!status.success(), "{status}\n{stderr}");
+    assert!(
+        stderr.contains("cannot read the tools directory"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("looped"), "{stderr}");
 }
 
 #[test]

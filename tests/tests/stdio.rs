@@ -7,7 +7,9 @@ use airlock_e2e::mcp::{
     META_CAPS, META_VERSION, PROTOCOL_VERSION, ToolCall, all_caps, complete, error_code, is_error,
     request, text, with_meta,
 };
-use airlock_e2e::{Airlock, McpClient, SAMPLES, StdioServer, ToolsDir, code, no_caps};
+use airlock_e2e::{
+    Airlock, McpClient, SAMPLE_TOOLS, SAMPLES, StdioServer, ToolsDir, code, no_caps,
+};
 use serde_json::{Value, json};
 
 const ANSWERED_WITHIN: Duration = Duration::from_secs(30);
@@ -39,18 +41,7 @@ fn discover_and_list_over_stdio() {
         .filter_map(|t| t["name"].as_str())
         .collect();
     names.sort_unstable();
-    assert_eq!(
-        names,
-        [
-            "build_report",
-            "confirm",
-            "deploy",
-            "list_roots",
-            "sha256",
-            "summarize",
-            "update_work_item"
-        ]
-    );
+    assert_eq!(names, SAMPLE_TOOLS);
 }
 
 #[test]

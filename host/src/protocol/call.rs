@@ -61,18 +61,20 @@ impl Server {
             Some(value) => wire::input_responses(value)
                 .map_err(|e| RpcError::invalid_params(format!("Invalid params: {e}")))?,
         };
-        let binding = |digest| Binding {
+        // Needed to open the state and again to seal the next one: computed once.
+        let digest = std::sync::OnceLock::new();
+        let binding = || Binding {
             principal: context.principal,
             method: METHOD,
             target: name,
-            arguments_digest: digest,
+            arguments_digest: *digest.get_or_init(|| crate::state::digest_arguments(arguments)),
         };
         let (number, state) = match params.get("requestState") {
             None => (1, None),
             Some(Value::String(token)) => {
                 let opened = self
                     .sealer
-                    .open(token, &binding(crate::state::digest_arguments(arguments)))
+                    .open(token, &binding())
                     .map_err(|e| {
                         tracing::info!(tool = name, principal = context.principal, reason = %e, "requestState refused");
                         RpcError::invalid_params(e.client_message())
@@ -117,8 +119,7 @@ impl Server {
                 Err(error) => Ok(self.invalid_outcome(&request.id, entry, &error.0)),
             },
             Ok(wit::CallOutcome::InputRequired(input)) => {
-                let digest = crate::state::digest_arguments(arguments);
-                self.input_required(request, entry, meta, &binding(digest), number, &input)
+                self.input_required(request, entry, meta, &binding(), number, &input)
             }
         }
     }
@@ -350,7 +351,7 @@ fn notification(event: GuestEvent, meta: &RequestMeta, tool: &str) -> Option<Vec
             ))
         }
         GuestEvent::Log { level, message } => {
-            let level = log_level(level);
+            let level = LogLevel::from_name(runtime::events::level_name(level))?;
             if level < meta.log_level? {
                 return None;
             }
@@ -360,19 +361,6 @@ fn notification(event: GuestEvent, meta: &RequestMeta, tool: &str) -> Option<Vec
                 &params,
             ))
         }
-    }
-}
-
-fn log_level(level: runtime::LogLevel) -> LogLevel {
-    match level {
-        runtime::LogLevel::Debug => LogLevel::Debug,
-        runtime::LogLevel::Info => LogLevel::Info,
-        runtime::LogLevel::Notice => LogLevel::Notice,
-        runtime::LogLevel::Warning => LogLevel::Warning,
-        runtime::LogLevel::Error => LogLevel::Error,
-        runtime::LogLevel::Critical => LogLevel::Critical,
-        runtime::LogLevel::Alert => LogLevel::Alert,
-        runtime::LogLevel::Emergency => LogLevel::Emergency,
     }
 }
 
@@ -438,7 +426,6 @@ mod tests {
     #[test]
     fn progress_and_log_notifications_follow_the_request_opt_ins() {
         let meta = |token: Option<Value>, level: Option<LogLevel>| RequestMeta {
-            protocol_version: envelope::PROTOCOL_VERSION.into(),
             capabilities: ClientCapabilities::default(),
             progress_token: token,
             log_level: level,

@@ -292,9 +292,11 @@ const REMOVED_METHODS: &[&str] = &[
 
 fn unknown_method(method: &str) -> RpcError {
     if REMOVED_METHODS.contains(&method) {
-        RpcError::method_not_found(method).with_message(format!(
-            "Method not found: {method} does not exist in MCP {PROTOCOL_VERSION}"
-        ))
+        RpcError::new(
+            jsonrpc::codes::METHOD_NOT_FOUND,
+            format!("Method not found: {method} does not exist in MCP {PROTOCOL_VERSION}"),
+        )
+        .with_status(404)
     } else {
         RpcError::method_not_found(method)
     }
@@ -303,19 +305,15 @@ fn unknown_method(method: &str) -> RpcError {
 /// A legacy client's `initialize`: say which versions this server speaks,
 /// the only thing such a client can show its user.
 fn legacy_initialize() -> RpcError {
-    RpcError::method_not_found("initialize")
-        .with_message(format!(
+    RpcError::new(
+        jsonrpc::codes::METHOD_NOT_FOUND,
+        format!(
             "initialize is not supported: this server speaks MCP {} (stateless, no handshake)",
             SUPPORTED_VERSIONS.join(", ")
-        ))
-        .with_data(json!({ "supported": SUPPORTED_VERSIONS }))
-}
-
-impl RpcError {
-    fn with_message(mut self, message: String) -> Self {
-        self.message = message;
-        self
-    }
+        ),
+    )
+    .with_status(404)
+    .with_data(json!({ "supported": SUPPORTED_VERSIONS }))
 }
 
 /// Reads a required string parameter.

@@ -57,7 +57,8 @@ impl LogLevel {
         }
     }
 
-    fn parse(name: &str) -> Option<Self> {
+    /// The level of a wire name (`"debug"` … `"emergency"`).
+    pub fn from_name(name: &str) -> Option<Self> {
         Some(match name {
             "debug" => LogLevel::Debug,
             "info" => LogLevel::Info,
@@ -110,8 +111,6 @@ impl ClientCapabilities {
 /// The validated `_meta` of one request.
 #[derive(Debug, Clone)]
 pub struct RequestMeta {
-    /// `io.modelcontextprotocol/protocolVersion`.
-    pub protocol_version: String,
     /// `io.modelcontextprotocol/clientCapabilities`.
     pub capabilities: ClientCapabilities,
     /// `progressToken`, when the client wants progress notifications.
@@ -191,9 +190,14 @@ pub fn check_envelope(
     }
     let log_level = match meta.get(META_LOG_LEVEL) {
         None => None,
-        Some(level) => Some(level.as_str().and_then(LogLevel::parse).ok_or_else(|| {
-            RpcError::invalid_params(format!("Invalid params: unknown log level {level}"))
-        })?),
+        Some(level) => Some(
+            level
+                .as_str()
+                .and_then(LogLevel::from_name)
+                .ok_or_else(|| {
+                    RpcError::invalid_params(format!("Invalid params: unknown log level {level}"))
+                })?,
+        ),
     };
     let progress_token = match meta.get("progressToken") {
         None => None,
@@ -205,11 +209,20 @@ pub fn check_envelope(
         }
     };
     Ok(RequestMeta {
-        protocol_version: version.to_owned(),
         capabilities: ClientCapabilities::parse(capabilities),
         progress_token,
         log_level,
     })
+}
+
+/// True when a request's `_meta` asks for notifications (a progress token or
+/// a log level), read before the envelope is checked so that a transport can
+/// prepare a stream for them.
+pub fn opts_in_to_notifications(params: &Map<String, Value>) -> bool {
+    params
+        .get("_meta")
+        .and_then(Value::as_object)
+        .is_some_and(|m| m.contains_key("progressToken") || m.contains_key(META_LOG_LEVEL))
 }
 
 /// The -32022 error for a version Airlock does not speak.

@@ -27,6 +27,30 @@ mod generated {
 /// The WIT `types` interface: tools, call outcomes, rounds, content blocks.
 pub use generated::airlock::mcp::types as wit;
 
+impl wit::ClientCapabilities {
+    /// A client that declared no optional capability.
+    pub const NONE: Self = Self {
+        elicitation_form: false,
+        elicitation_url: false,
+        sampling: false,
+        sampling_tools: false,
+        sampling_context: false,
+        roots: false,
+    };
+}
+
+impl wit::Round {
+    /// The first round of a call: no answers, no state.
+    pub fn first(client: wit::ClientCapabilities) -> Self {
+        Self {
+            number: 1,
+            responses: Vec::new(),
+            state: None,
+            client,
+        }
+    }
+}
+
 /// Severity of a guest log message (`airlock:mcp/host.log-level`).
 pub use generated::airlock::mcp::host::LogLevel;
 

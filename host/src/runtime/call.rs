@@ -282,14 +282,13 @@ impl Runtime {
         let permit = self.permit(deadline).await?;
         let mut call = self.new_store(name.clone(), deadline, events);
         let store = &mut call.store;
-        let arguments = arguments.to_owned();
         let result = within(deadline, async {
             let call_tool = component
                 .instantiate(&mut *store)
                 .await
                 .map_err(Failure::Start)?;
             let (outcome,) = call_tool
-                .call_async(&mut *store, (&name, &arguments, round))
+                .call_async(&mut *store, (&name, arguments, round))
                 .await
                 .map_err(Failure::Run)?;
             Ok(outcome)
@@ -408,7 +407,7 @@ impl CheckedComponent {
     async fn instantiate(
         &self,
         store: &mut Store<CallState>,
-    ) -> wasmtime::Result<TypedFunc<(&str, &String, &wit::Round), (wit::CallOutcome,)>> {
+    ) -> wasmtime::Result<TypedFunc<(&str, &str, &wit::Round), (wit::CallOutcome,)>> {
         let instance = self.instance_pre.instantiate_async(&mut *store).await?;
         let func = instance
             .get_func(&mut *store, self.call_tool)

@@ -122,11 +122,6 @@ impl StateSealer {
         Duration::from_secs(self.ttl_secs)
     }
 
-    /// The size limits.
-    pub fn limits(&self) -> StateLimits {
-        self.limits
-    }
-
     /// Seals `guest_state` for the next `round` of the request in `binding`,
     /// valid from now for the TTL. Every call gives a different token (fresh
     /// nonce and token id).

@@ -29,7 +29,7 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use crate::auth::{self, TokenTable};
-use crate::protocol::envelope::MirroredHeaders;
+use crate::protocol::envelope::{self, MirroredHeaders};
 use crate::protocol::jsonrpc::{self, Incoming, RpcError};
 use crate::protocol::{Notifier, Reply, RequestContext, Server};
 
@@ -191,15 +191,6 @@ fn accepts_event_stream(headers: &HeaderMap) -> bool {
         .any(|v| v.contains("text/event-stream") || v.contains("*/*"))
 }
 
-fn wants_notifications(params: &serde_json::Map<String, serde_json::Value>) -> bool {
-    params
-        .get("_meta")
-        .and_then(|m| m.as_object())
-        .is_some_and(|m| {
-            m.contains_key("progressToken") || m.contains_key("io.modelcontextprotocol/logLevel")
-        })
-}
-
 async fn handle_post(State(app): State<Arc<App>>, request: axum::extract::Request) -> Response {
     // Taken apart rather than extracted: the `HeaderMap` extractor clones
     // every header of every request.
@@ -273,7 +264,8 @@ async fn handle_post(State(app): State<Arc<App>>, request: axum::extract::Reques
         }
         Err(e) => return error_response(StatusCode::BAD_REQUEST, e.id.as_ref(), &e.error),
     };
-    let streaming = wants_notifications(&request.params) && accepts_event_stream(&headers);
+    let streaming =
+        envelope::opts_in_to_notifications(&request.params) && accepts_event_stream(&headers);
     let server = app.server.clone();
     let run = move |notifier: Option<Notifier>| async move {
         let mirrored = MirroredHeaders {
