@@ -62,7 +62,7 @@ fn load(rt: &tokio::runtime::Runtime, runtime: &Arc<Runtime>) -> Option<Registry
 }
 
 fn call(rt: &tokio::runtime::Runtime, runtime: &Runtime, entry: &ToolEntry, args: &str) {
-    let outcome = rt.block_on(entry.call(runtime, args, round(), None));
+    let outcome = rt.block_on(entry.call(runtime, args, &round(), None));
     assert!(outcome.is_ok(), "{:?}", outcome.err());
 }
 
@@ -83,7 +83,7 @@ fn percentiles(rt: &tokio::runtime::Runtime, runtime: &Runtime, entry: &ToolEntr
     let micros = |d: Duration| d.as_secs_f64() * 1e6;
     println!(
         "{:<8} single calls (n={N}): median {:.1} µs, p90 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs, max {:.1} µs",
-        entry.tool.name,
+        entry.item().name,
         micros(at(0.5)),
         micros(at(0.9)),
         micros(at(0.99)),

@@ -3,8 +3,10 @@
 //! The path of a request: [`transport`] → [`protocol`] (envelope checks,
 //! dispatch) → [`state`] (open `requestState`) → [`runtime`] (a fresh
 //! instance of the tool's component, loaded by [`registry`]) → back out.
+//! [`live`] keeps the registry current while the server runs.
 
 pub mod auth;
+pub mod live;
 pub mod protocol;
 pub mod registry;
 pub mod runtime;

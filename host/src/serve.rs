@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 
 use crate::auth::TokenTable;
+use crate::live::{self, LiveOptions};
 use crate::protocol::{ProtocolSettings, Server};
 use crate::registry::{self, Registry};
 use crate::runtime::{Runtime, RuntimeLimits};
@@ -63,6 +64,10 @@ pub struct ServeOptions {
     /// File of bearer tokens, one `<token> <principal>` per line. Without it HTTP is unauthenticated.
     #[arg(long, env = "AIRLOCK_TOKENS_FILE")]
     pub tokens_file: Option<PathBuf>,
+    /// How often to look for added, replaced or removed components in the tools directory, in
+    /// milliseconds; 0 never reloads.
+    #[arg(long, default_value_t = 500)]
+    pub reload_interval_ms: u64,
     /// Extra host name accepted in Host/Origin headers (repeatable); localhost, 127.0.0.1 and [::1] always are.
     #[arg(long = "allowed-host", value_name = "HOST")]
     pub allowed_hosts: Vec<String>,
@@ -154,8 +159,12 @@ pub async fn run(options: ServeOptions) -> anyhow::Result<()> {
             .or_else(registry::default_cache_dir)
     };
     let registry = Registry::load(&runtime, &options.tools, cache_dir.as_deref()).await?;
-    if registry.tools().is_empty() {
-        tracing::warn!(dir = %options.tools.display(), "no tools loaded: drop tool components (*.wasm) into this directory");
+    if registry.tools().is_empty()
+        && registry.prompts().is_empty()
+        && registry.resources().is_empty()
+        && registry.templates().is_empty()
+    {
+        tracing::warn!(dir = %options.tools.display(), "nothing loaded: drop components (*.wasm) into this directory");
     }
     let sealer = StateSealer::new(
         keys,
@@ -166,7 +175,23 @@ pub async fn run(options: ServeOptions) -> anyhow::Result<()> {
         max_rounds: options.max_rounds,
         ..ProtocolSettings::default()
     };
-    let server = Arc::new(Server::new(runtime, Arc::new(registry), sealer, settings)?);
+    let server = Arc::new(Server::new(
+        runtime.clone(),
+        Arc::new(registry),
+        sealer,
+        settings,
+    )?);
+    let updates = live::spawn(
+        server.clone(),
+        runtime,
+        LiveOptions {
+            dir: options.tools.clone(),
+            cache_dir,
+            reload_every: (options.reload_interval_ms > 0)
+                .then(|| Duration::from_millis(options.reload_interval_ms)),
+        },
+    );
+    let _stop_updates = AbortOnDrop(updates);
     let max_body = kib(options.max_body_kib);
     if options.stdio {
         tracing::info!("serving MCP on stdio");
@@ -202,11 +227,24 @@ pub async fn run(options: ServeOptions) -> anyhow::Result<()> {
         tokens,
     };
     tracing::info!("listening on http://{address}/mcp");
-    let shutdown = async {
-        shutdown_signal().await;
-        tracing::info!("shutting down: finishing the requests in flight");
+    let shutdown = {
+        let server = server.clone();
+        async move {
+            shutdown_signal().await;
+            tracing::info!("shutting down: finishing the requests in flight");
+            server.shut_down();
+        }
     };
     http::serve(server, settings, listener, shutdown)
         .await
         .context("HTTP transport failed")
+}
+
+/// A task that is aborted when this is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

@@ -116,7 +116,7 @@ async fn call(
     let entry = registry
         .find(tool)
         .unwrap_or_else(|| panic!("no tool {tool}"));
-    entry.call(runtime, args, round(), None).await
+    entry.call(runtime, args, &round(), None).await
 }
 
 #[tokio::test]
@@ -274,7 +274,7 @@ async fn progress_and_logs_arrive_in_order() {
     });
     let entry = registry.find("progress").unwrap();
     let outcome = entry
-        .call(&runtime, r#"{"steps": 20}"#, round(), Some(sink))
+        .call(&runtime, r#"{"steps": 20}"#, &round(), Some(sink))
         .await
         .unwrap();
     assert_eq!(text(&outcome), "done");
@@ -309,7 +309,7 @@ async fn events_beyond_the_per_call_limit_are_dropped() {
     let (sink, mut events) = tokio::sync::mpsc::channel(100);
     let entry = registry.find("progress").unwrap();
     entry
-        .call(&runtime, r#"{"steps": 10}"#, round(), Some(sink))
+        .call(&runtime, r#"{"steps": 10}"#, &round(), Some(sink))
         .await
         .unwrap();
     let mut n = 0;
@@ -368,7 +368,7 @@ async fn loads_in_file_name_order_and_skips_the_wrong_world() {
     let names: Vec<&str> = registry
         .tools()
         .iter()
-        .map(|t| t.tool.name.as_str())
+        .map(|t| t.item().name.as_str())
         .collect();
     assert_eq!(names.first(), Some(&"count"));
     assert_eq!(names.last(), Some(&"sha256"));
@@ -381,7 +381,7 @@ async fn loads_in_file_name_order_and_skips_the_wrong_world() {
     let sha = registry.find("sha256").unwrap();
     assert!(sha.source().ends_with("c-hash.wasm"));
     let outcome = sha
-        .call(&runtime, r#"{"text":"abc"}"#, round(), None)
+        .call(&runtime, r#"{"text":"abc"}"#, &round(), None)
         .await
         .unwrap();
     assert_eq!(
@@ -446,7 +446,7 @@ async fn second_load_comes_from_the_cache() {
     let outcome = registry
         .find("sha256")
         .unwrap()
-        .call(&runtime, r#"{"text":""}"#, round(), None)
+        .call(&runtime, r#"{"text":""}"#, &round(), None)
         .await
         .unwrap();
     assert_eq!(

@@ -1,19 +1,22 @@
-//! Method routing for the 2026-07-28 stateless wire: `server/discover`,
-//! `tools/list` and `tools/call`, after the envelope checks. Transports hand
-//! every decoded request to [`Server::handle`] and write back what it returns.
+//! Method routing for the 2026-07-28 stateless wire, after the envelope
+//! checks. Transports hand every decoded request to [`Server::handle`] and
+//! write back what it returns.
+//!
+//! The server answers from a [`Catalog`] (the registry and its encoded
+//! lists), swapped whole when the registry is replaced; each request keeps
+//! the catalog it started with until it ends.
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
+use super::catalog::Catalog;
 use super::envelope::{self, MirroredHeaders, PROTOCOL_VERSION, SUPPORTED_VERSIONS};
 use super::jsonrpc::{self, Request, RpcError};
-use super::param_headers::{self, ParamHeader};
-use super::wire;
+use super::subscriptions::{ServerChange, Subscriptions};
 use crate::registry::Registry;
 use crate::runtime::Runtime;
 use crate::state::StateSealer;
@@ -27,9 +30,11 @@ pub type Notifier = mpsc::Sender<Vec<u8>>;
 pub struct ProtocolSettings {
     /// Most rounds one multi-round call may take before it is refused.
     pub max_rounds: u32,
-    /// `ttlMs` of cacheable results (`server/discover`, `tools/list`).
+    /// `ttlMs` of `server/discover` and of every list.
     pub list_ttl_ms: u64,
-    /// Most tools on one `tools/list` page.
+    /// `ttlMs` of `resources/read` results.
+    pub read_ttl_ms: u64,
+    /// Most items on one page of a list.
     pub page_size: usize,
     /// Optional `instructions` in `server/discover`.
     pub instructions: Option<String>,
@@ -40,6 +45,7 @@ impl Default for ProtocolSettings {
         Self {
             max_rounds: 32,
             list_ttl_ms: 60_000,
+            read_ttl_ms: 0,
             page_size: 100,
             instructions: None,
         }
@@ -67,11 +73,12 @@ pub struct Reply {
 /// The MCP server: everything needed to answer a request.
 pub struct Server {
     pub(super) runtime: Arc<Runtime>,
-    pub(super) registry: Arc<Registry>,
     pub(super) sealer: StateSealer,
     pub(super) settings: ProtocolSettings,
-    tool_pages: Vec<Vec<Box<RawValue>>>,
-    pub(super) param_headers: HashMap<String, Vec<ParamHeader>>,
+    catalog: RwLock<Arc<Catalog>>,
+    pub(super) subscriptions: Subscriptions,
+    /// Set to `true` once, when the server shuts down (ends listen streams).
+    pub(super) shutdown: tokio::sync::watch::Sender<bool>,
     server_info: Box<RawValue>,
 }
 
@@ -92,49 +99,91 @@ pub(super) struct WithMeta<'a, R> {
 }
 
 impl Server {
-    /// Builds the server over a loaded registry. Fails if a tool description
-    /// cannot be served (the registry validates them, so this is a bug guard).
+    /// Builds the server over a loaded registry. Fails if something the
+    /// registry lists cannot be served (the registry validates it all, so
+    /// this is a bug guard).
     pub fn new(
         runtime: Arc<Runtime>,
         registry: Arc<Registry>,
         sealer: StateSealer,
         settings: ProtocolSettings,
     ) -> anyhow::Result<Self> {
-        let mut tools = Vec::with_capacity(registry.tools().len());
-        let mut param_headers = HashMap::new();
-        for entry in registry.tools() {
-            let json = serde_json::to_string(&wire::tool(&entry.tool)?)?;
-            let schema: Value = serde_json::from_str(&entry.tool.input_schema)?;
-            match param_headers::annotations(&schema) {
-                Ok(found) if found.is_empty() => {}
-                Ok(found) => {
-                    param_headers.insert(entry.tool.name.clone(), found);
-                }
-                Err(problem) => tracing::warn!(
-                    tool = %entry.tool.name, file = %entry.source().display(), %problem,
-                    "ignoring invalid x-mcp-header annotations (HTTP clients will drop this tool)"
-                ),
-            }
-            tools.push(RawValue::from_string(json)?);
-        }
-        let page_size = settings.page_size.max(1);
-        let mut tool_pages = Vec::new();
-        let mut tools = tools.into_iter().peekable();
-        while tools.peek().is_some() {
-            tool_pages.push(tools.by_ref().take(page_size).collect());
-        }
+        let catalog = Catalog::new(registry, settings.page_size)?;
         let server_info = RawValue::from_string(
             json!({ "name": "airlock", "version": env!("CARGO_PKG_VERSION") }).to_string(),
         )?;
         Ok(Self {
             runtime,
-            registry,
             sealer,
             settings,
-            tool_pages,
-            param_headers,
+            catalog: RwLock::new(Arc::new(catalog)),
+            subscriptions: Subscriptions::default(),
+            shutdown: tokio::sync::watch::Sender::new(false),
             server_info,
         })
+    }
+
+    /// The registry being served now.
+    pub fn registry(&self) -> Arc<Registry> {
+        self.catalog().registry.clone()
+    }
+
+    fn catalog(&self) -> Arc<Catalog> {
+        self.catalog
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Serves `registry` from now on (requests already running finish with
+    /// the old one) and tells listeners which lists changed, plus `also`
+    /// (a change a component reported, announced even if the lists look
+    /// the same).
+    pub fn replace_registry(
+        &self,
+        registry: Registry,
+        also: Option<ServerChange>,
+    ) -> anyhow::Result<()> {
+        let new = Arc::new(Catalog::new(Arc::new(registry), self.settings.page_size)?);
+        let old = std::mem::replace(
+            &mut *self
+                .catalog
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+            new.clone(),
+        );
+        let mut changes = Vec::new();
+        if !new.tools.same_as(&old.tools) {
+            changes.push(ServerChange::ToolsListChanged);
+        }
+        if !new.prompts.same_as(&old.prompts) {
+            changes.push(ServerChange::PromptsListChanged);
+        }
+        if !new.resources.same_as(&old.resources) || !new.templates.same_as(&old.templates) {
+            changes.push(ServerChange::ResourcesListChanged);
+        }
+        if let Some(also) = also
+            && !changes.contains(&also)
+        {
+            changes.push(also);
+        }
+        for change in changes {
+            tracing::debug!(?change, "announcing");
+            self.subscriptions.publish(change);
+        }
+        Ok(())
+    }
+
+    /// Tells listeners that the resource at `uri` changed.
+    pub fn resource_updated(&self, uri: &str) {
+        self.subscriptions
+            .publish(ServerChange::ResourceUpdated(uri.into()));
+    }
+
+    /// Ends every `subscriptions/listen` stream (with its final result), so
+    /// that the transports can finish; call it when shutting down.
+    pub fn shut_down(&self) {
+        self.shutdown.send_replace(true);
     }
 
     pub(super) fn meta(&self) -> ResultMeta<'_> {
@@ -188,10 +237,28 @@ impl Server {
         }
         let meta =
             envelope::check_envelope(&request.method, &request.params, context.headers.as_ref())?;
+        let catalog = self.catalog();
+        let catalog = &*catalog;
         match request.method.as_str() {
             "server/discover" => Ok(self.reply(&request.id, self.discover())),
-            "tools/list" => self.list_tools(request),
-            "tools/call" => self.call_tool(request, &meta, context, notifier).await,
+            "tools/list" => self.list_tools(request, catalog),
+            "tools/call" => {
+                self.call_tool(request, catalog, &meta, context, notifier)
+                    .await
+            }
+            "prompts/list" => self.list_prompts(request, catalog),
+            "prompts/get" => {
+                self.get_prompt(request, catalog, &meta, context, notifier)
+                    .await
+            }
+            "resources/list" => self.list_resources(request, catalog),
+            "resources/templates/list" => self.list_templates(request, catalog),
+            "resources/read" => {
+                self.read_resource(request, catalog, &meta, context, notifier)
+                    .await
+            }
+            "completion/complete" => self.complete(request, catalog).await,
+            "subscriptions/listen" => self.listen(request, notifier).await,
             method => Err(unknown_method(method)),
         }
     }
@@ -211,72 +278,18 @@ impl Server {
         Discover {
             result_type: "complete",
             supported_versions: SUPPORTED_VERSIONS,
-            capabilities: json!({ "tools": {}, "logging": {} }),
+            capabilities: json!({
+                "tools": { "listChanged": true },
+                "prompts": { "listChanged": true },
+                "resources": { "subscribe": true, "listChanged": true },
+                "completions": {},
+                "logging": {},
+            }),
             instructions: self.settings.instructions.as_deref(),
             ttl_ms: self.settings.list_ttl_ms,
             cache_scope: "public",
         }
     }
-
-    fn list_tools(&self, request: &Request) -> Result<Reply, RpcError> {
-        #[derive(Serialize)]
-        #[serde(rename_all = "camelCase")]
-        struct ListTools<'a> {
-            result_type: &'static str,
-            tools: &'a [Box<RawValue>],
-            #[serde(skip_serializing_if = "Option::is_none")]
-            next_cursor: Option<String>,
-            ttl_ms: u64,
-            cache_scope: &'static str,
-        }
-        let page = match request.params.get("cursor") {
-            None | Some(Value::Null) => 0,
-            Some(Value::String(cursor)) => decode_cursor(cursor)
-                .filter(|page| *page < self.tool_pages.len())
-                .ok_or_else(|| {
-                    RpcError::invalid_params(format!("Invalid params: unknown cursor '{cursor}'"))
-                })?,
-            Some(_) => {
-                return Err(RpcError::invalid_params(
-                    "Invalid params: cursor must be a string",
-                ));
-            }
-        };
-        let tools = self
-            .tool_pages
-            .get(page)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        let next_cursor = (page + 1 < self.tool_pages.len()).then(|| encode_cursor(page + 1));
-        Ok(self.reply(
-            &request.id,
-            ListTools {
-                result_type: "complete",
-                tools,
-                next_cursor,
-                ttl_ms: self.settings.list_ttl_ms,
-                cache_scope: "public",
-            },
-        ))
-    }
-}
-
-/// Cursors are opaque to clients: `page-<n>` in Base64url.
-fn encode_cursor(page: usize) -> String {
-    use base64::Engine as _;
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("page-{page}"))
-}
-
-fn decode_cursor(cursor: &str) -> Option<usize> {
-    use base64::Engine as _;
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(cursor)
-        .ok()?;
-    std::str::from_utf8(&bytes)
-        .ok()?
-        .strip_prefix("page-")?
-        .parse()
-        .ok()
 }
 
 /// Methods that older revisions had and 2026-07-28 removed.
@@ -335,13 +348,6 @@ pub(super) fn required_str<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cursors_round_trip_and_reject_garbage() {
-        assert_eq!(decode_cursor(&encode_cursor(3)), Some(3));
-        assert_eq!(decode_cursor("not a cursor"), None);
-        assert_eq!(decode_cursor(""), None);
-    }
 
     #[test]
     fn removed_methods_say_so() {

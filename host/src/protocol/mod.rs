@@ -1,12 +1,19 @@
 //! The MCP 2026-07-28 wire: JSON-RPC framing, the per-request envelope,
-//! WIT ⇄ JSON conversion and method dispatch. Transport-agnostic: the HTTP
+//! WIT ⇄ JSON conversion and method dispatch (tools, prompts, resources,
+//! completions, subscriptions). Transport-agnostic: the HTTP
 //! and stdio transports decode messages and hand requests to [`Server`].
 
-mod call;
+mod catalog;
+mod completion;
 mod dispatch;
 pub mod envelope;
 pub mod jsonrpc;
+mod mrtr;
 pub mod param_headers;
+mod prompts;
+mod resources;
+pub mod subscriptions;
+mod tools;
 pub(crate) mod wire;
 
 pub use dispatch::{Notifier, ProtocolSettings, Reply, RequestContext, Server};

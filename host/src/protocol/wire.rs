@@ -13,7 +13,7 @@ use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::runtime::wit;
+use crate::runtime::{wit, wit_completions, wit_prompts, wit_resources};
 
 /// A guest value that cannot be put on the wire.
 #[derive(Debug, thiserror::Error)]
@@ -91,7 +91,8 @@ pub struct ResourceContents<'a> {
     blob: Option<Base64<'a>>,
 }
 
-fn resource_contents(c: &wit::ResourceContents) -> ResourceContents<'_> {
+/// Converts the contents of a resource (embedded, or read).
+pub fn resource_contents(c: &wit::ResourceContents) -> ResourceContents<'_> {
     let (text, blob) = match &c.body {
         wit::ResourceBody::Text(text) => (Some(text.as_str()), None),
         wit::ResourceBody::Blob(bytes) => (None, Some(Base64(bytes))),
@@ -313,6 +314,173 @@ pub fn tool(tool: &wit::Tool) -> Result<Tool<'_>, GuestValueError> {
             open_world_hint: a.open_world_hint,
         }),
     })
+}
+
+/// A prompt as `prompts/list` serves it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Prompt<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<&'a str>,
+    description: &'a str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    arguments: Vec<PromptArgument<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptArgument<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    required: bool,
+}
+
+/// Converts a prompt description.
+pub fn prompt(prompt: &wit_prompts::Prompt) -> Prompt<'_> {
+    Prompt {
+        name: &prompt.name,
+        title: prompt.title.as_deref(),
+        description: &prompt.description,
+        arguments: prompt
+            .arguments
+            .iter()
+            .map(|a| PromptArgument {
+                name: &a.name,
+                title: a.title.as_deref(),
+                description: a.description.as_deref(),
+                required: a.required,
+            })
+            .collect(),
+    }
+}
+
+/// The `GetPromptResult` of a complete `prompts/get`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GetPromptResult<'a> {
+    result_type: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    messages: Vec<PromptMessage<'a>>,
+}
+
+#[derive(Serialize)]
+pub struct PromptMessage<'a> {
+    role: &'static str,
+    content: Content<'a>,
+}
+
+/// Converts a rendered prompt.
+pub fn prompt_result(result: &wit_prompts::PromptResult) -> GetPromptResult<'_> {
+    GetPromptResult {
+        result_type: "complete",
+        description: result.description.as_deref(),
+        messages: result
+            .messages
+            .iter()
+            .map(|m| PromptMessage {
+                role: role(m.role),
+                content: content(&m.content),
+            })
+            .collect(),
+    }
+}
+
+/// A resource as `resources/list` serves it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resource<'a> {
+    uri: &'a str,
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mime_type: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    size: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    annotations: Option<Annotations<'a>>,
+}
+
+/// Converts a resource description.
+pub fn resource(r: &wit_resources::Resource) -> Resource<'_> {
+    Resource {
+        uri: &r.uri,
+        name: &r.name,
+        title: r.title.as_deref(),
+        description: r.description.as_deref(),
+        mime_type: r.mime_type.as_deref(),
+        size: r.size,
+        annotations: annotations(&r.annotations),
+    }
+}
+
+/// A resource template as `resources/templates/list` serves it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceTemplate<'a> {
+    uri_template: &'a str,
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mime_type: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    annotations: Option<Annotations<'a>>,
+}
+
+/// Converts a resource template description.
+pub fn resource_template(t: &wit_resources::ResourceTemplate) -> ResourceTemplate<'_> {
+    ResourceTemplate {
+        uri_template: &t.uri_template,
+        name: &t.name,
+        title: t.title.as_deref(),
+        description: t.description.as_deref(),
+        mime_type: t.mime_type.as_deref(),
+        annotations: annotations(&t.annotations),
+    }
+}
+
+/// The `CompleteResult` of `completion/complete`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompleteResult<'a> {
+    result_type: &'static str,
+    completion: Completion<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Completion<'a> {
+    values: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total: Option<u32>,
+    has_more: bool,
+}
+
+/// Most values one completion may carry (the spec's limit).
+pub const MAX_COMPLETION_VALUES: usize = 100;
+
+/// Converts a completion, keeping at most [`MAX_COMPLETION_VALUES`] values
+/// (and saying there are more when it cuts).
+pub fn complete_result(c: &wit_completions::Completion) -> CompleteResult<'_> {
+    let values = &c.values[..c.values.len().min(MAX_COMPLETION_VALUES)];
+    CompleteResult {
+        result_type: "complete",
+        completion: Completion {
+            values,
+            total: c.total,
+            has_more: c.has_more || values.len() < c.values.len(),
+        },
+    }
 }
 
 /// An input request on the wire: `{method, params}` with no id.

@@ -1,20 +1,27 @@
 //! The tools directory: every `*.wasm` component in it, compiled once,
-//! linked once, and listed once.
+//! linked once, listed once, and what they serve put together.
 //!
 //! Loading a directory is forgiving about single components and strict about
-//! the whole: a file that is not a usable `tool-provider` component (not a
-//! component at all, fails to compile, exports another world, traps in
-//! `list-tools`, or describes its tools badly) is skipped with one `warn!`
-//! line naming the file and the reason, and the others still load. Two
-//! components that export the same tool name, however, make the load fail:
-//! which one a client would get would be an accident of file names.
+//! the whole: a file that is not a usable component (not a component at all,
+//! fails to compile, exports none of the `airlock:mcp` interfaces, traps
+//! while listing, or describes what it serves badly) is skipped with one
+//! `warn!` line naming the file and the reason, and the others still load.
 //!
-//! For each component the registry keeps one pre-instantiated handle
-//! (wasmtime's `InstancePre`, via the generated `ToolProviderPre`):
-//! imports resolved, exports looked up and type-checked once, so a call only
-//! has to make a fresh instance from it (see [`runtime`](crate::runtime)).
+//! Names must be unique across the directory: two components that list the
+//! same tool name, prompt name, resource URI or resource template make the
+//! load fail, naming both files (which one a client would get would be an
+//! accident of file names). A resource URI that matches several templates
+//! is read by the first of them, in file-name order, then in the order the
+//! component listed them; a listed resource always wins over a template.
+//!
+//! A [`Registry`] never changes. Reloading (see [`reload`]) builds a new one,
+//! reusing every component whose file did not change, and the server swaps
+//! it in; calls already running keep the components they started with.
 
 pub mod cache;
+mod component;
+pub mod reload;
+pub mod uri_template;
 pub mod validate;
 
 use std::collections::HashMap;
@@ -22,77 +29,288 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
-use tracing::{info, warn};
+use tracing::warn;
 
-use self::cache::{CompileCache, Origin};
-use crate::runtime::{CallError, CheckedComponent, EventSink, Runtime, ToolProviderPre, wit};
+use self::cache::CompileCache;
+use self::component::{Component, FileStamp};
+use self::uri_template::UriTemplate;
+use crate::runtime::{
+    CallError, CheckedComponent, EventSink, Runtime, wit, wit_completions, wit_prompts,
+    wit_resources,
+};
 
 pub use self::cache::default_cache_dir;
 
-/// Every tool of every component loaded from the tools directory.
-#[derive(Debug)]
+/// Everything every component of the tools directory serves.
+#[derive(Debug, Default)]
 pub struct Registry {
+    components: Vec<Arc<Component>>,
     tools: Vec<ToolEntry>,
-    by_name: HashMap<String, usize>,
+    tool_index: HashMap<String, usize>,
+    prompts: Vec<PromptEntry>,
+    prompt_index: HashMap<String, usize>,
+    resources: Vec<ResourceEntry>,
+    resource_index: HashMap<String, usize>,
+    templates: Vec<TemplateEntry>,
 }
 
-/// One tool, and the component that provides it.
+/// One thing a component serves (a tool, a prompt, a resource, a
+/// template), and the component that serves it.
 #[derive(Clone)]
-pub struct ToolEntry {
-    /// The tool as the component described it (validated).
-    pub tool: wit::Tool,
-    name: Arc<str>,
-    component: Arc<LoadedComponent>,
+pub struct Served<T> {
+    item: T,
+    /// The name (or URI) it is called by, shared with every call's log lines.
+    key: Arc<str>,
+    component: Arc<Component>,
 }
 
-/// A compiled, linked component.
-struct LoadedComponent {
-    path: PathBuf,
-    checked: CheckedComponent,
+/// A tool and its component.
+pub type ToolEntry = Served<wit::Tool>;
+/// A prompt and its component.
+pub type PromptEntry = Served<wit_prompts::Prompt>;
+/// A resource and its component.
+pub type ResourceEntry = Served<wit_resources::Resource>;
+/// A resource template (parsed) and its component.
+pub type TemplateEntry = Served<Template>;
+
+/// A resource template as listed, and parsed.
+#[derive(Debug, Clone)]
+pub struct Template {
+    /// As the component listed it.
+    pub listed: wit_resources::ResourceTemplate,
+    parsed: UriTemplate,
+}
+
+impl Template {
+    /// The template's variable names, in order.
+    pub fn variables(&self) -> impl Iterator<Item = &str> {
+        self.parsed.variables()
+    }
+}
+
+impl<T> Served<T> {
+    /// What the component listed.
+    pub fn item(&self) -> &T {
+        &self.item
+    }
+
+    /// The name (tools, prompts) or URI (resources, templates).
+    pub fn key(&self) -> &Arc<str> {
+        &self.key
+    }
+
+    /// The component file that serves it.
+    pub fn source(&self) -> &Path {
+        &self.component.path
+    }
+
+    fn component(&self) -> &CheckedComponent {
+        &self.component.checked
+    }
+}
+
+impl<T> std::fmt::Debug for Served<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Served")
+            .field("key", &self.key)
+            .field("source", &self.component.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Component {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Component")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolEntry {
+    /// Runs one round of a call of this tool in a fresh instance.
+    ///
+    /// `arguments_json` is passed to the guest as is (the protocol layer has
+    /// validated it). Guest `log` and `progress` reports go to `events`, if
+    /// given. JSON texts in the outcome are the guest's, not validated here.
+    pub async fn call(
+        &self,
+        runtime: &Runtime,
+        arguments_json: &str,
+        round: &wit::Round,
+        events: Option<EventSink>,
+    ) -> Result<wit::CallOutcome, CallError> {
+        runtime
+            .call_tool(
+                self.component(),
+                self.key.clone(),
+                arguments_json,
+                round,
+                events,
+            )
+            .await
+    }
+}
+
+impl PromptEntry {
+    /// Renders one round of this prompt in a fresh instance.
+    pub async fn get(
+        &self,
+        runtime: &Runtime,
+        arguments: &[(String, String)],
+        round: &wit::Round,
+        events: Option<EventSink>,
+    ) -> Result<wit_prompts::PromptOutcome, CallError> {
+        runtime
+            .get_prompt(self.component(), self.key.clone(), arguments, round, events)
+            .await
+    }
+}
+
+impl Served<()> {
+    /// Reads one round of `uri` in a fresh instance of this component.
+    pub async fn read(
+        &self,
+        runtime: &Runtime,
+        uri: &str,
+        template: Option<&wit_resources::TemplateMatch>,
+        round: &wit::Round,
+        events: Option<EventSink>,
+    ) -> Result<wit_resources::ReadOutcome, CallError> {
+        runtime
+            .read_resource(self.component(), uri.into(), template, round, events)
+            .await
+    }
+
+    /// Asks this component to complete an argument; `None` if it does not
+    /// export completions.
+    pub async fn complete(
+        &self,
+        runtime: &Runtime,
+        request: &wit_completions::CompletionRequest,
+    ) -> Option<Result<wit_completions::Completion, CallError>> {
+        runtime.complete(self.component(), request).await
+    }
 }
 
 impl Registry {
     /// Loads every `*.wasm` directly in `dir` (sorted by file name), using
     /// (and filling) the compile cache in `cache_dir` if given.
     ///
-    /// Fails if `dir` cannot be read or if two components export the same
-    /// tool name; skips (with a warning) components that cannot be used.
+    /// Fails if `dir` cannot be read or if two components serve the same
+    /// name or URI; skips (with a warning) components that cannot be used.
     pub async fn load(
         runtime: &Arc<Runtime>,
         dir: &Path,
         cache_dir: Option<&Path>,
     ) -> anyhow::Result<Registry> {
-        let files = wasm_files(dir)?;
+        Registry::default().reload(runtime, dir, cache_dir).await
+    }
+
+    /// Loads `dir` again, reusing every component of `self` whose file has
+    /// not changed (same path, size, modification time and inode). Fails
+    /// like [`Registry::load`]; `self` is untouched either way.
+    pub async fn reload(
+        &self,
+        runtime: &Arc<Runtime>,
+        dir: &Path,
+        cache_dir: Option<&Path>,
+    ) -> anyhow::Result<Registry> {
         let cache = cache_dir.map(|d| CompileCache::new(runtime.engine(), d));
-        let mut tools = Vec::new();
-        let mut by_name: HashMap<String, usize> = HashMap::new();
-        for path in files {
-            let (component, component_tools) = match load_component(runtime, &path, &cache).await {
-                Ok(loaded) => loaded,
-                Err(reason) => {
-                    warn!(file = %path.display(), "skipping component: {reason}");
-                    continue;
+        let mut components = Vec::new();
+        for path in wasm_files(dir)? {
+            let unchanged = self.components.iter().find(|c| {
+                c.path == path && FileStamp::of(&path).is_ok_and(|stamp| stamp == c.stamp)
+            });
+            if let Some(component) = unchanged {
+                components.push(component.clone());
+                continue;
+            }
+            match Component::load(runtime, &path, cache.as_ref()).await {
+                Ok(component) => components.push(Arc::new(component)),
+                Err(reason) => warn!(file = %path.display(), "skipping component: {reason}"),
+            }
+        }
+        Registry::assemble(components)
+    }
+
+    /// This registry with the component at `path` listed again (it reported
+    /// that a list changed). Fails if listing fails or the new lists clash
+    /// with another component's.
+    pub async fn relist(&self, runtime: &Runtime, path: &Path) -> anyhow::Result<Registry> {
+        let mut components = self.components.clone();
+        let Some(slot) = components.iter_mut().find(|c| c.path == path) else {
+            bail!("{} is no longer loaded", path.display());
+        };
+        let relisted = slot
+            .relist(runtime)
+            .await
+            .map_err(|reason| anyhow::anyhow!("{}: {reason}", path.display()))?;
+        *slot = Arc::new(relisted);
+        Registry::assemble(components)
+    }
+
+    /// Indexes what `components` serve; fails on a name or URI served twice.
+    fn assemble(components: Vec<Arc<Component>>) -> anyhow::Result<Registry> {
+        let mut registry = Registry::default();
+        for component in &components {
+            let listing = &component.listing;
+            for tool in &listing.tools {
+                let key = tool.name.as_str();
+                insert(
+                    &mut registry.tools,
+                    &mut registry.tool_index,
+                    "tool",
+                    key,
+                    tool.clone(),
+                    component,
+                )?;
+            }
+            for prompt in &listing.prompts {
+                let key = prompt.name.as_str();
+                insert(
+                    &mut registry.prompts,
+                    &mut registry.prompt_index,
+                    "prompt",
+                    key,
+                    prompt.clone(),
+                    component,
+                )?;
+            }
+            for resource in &listing.resources {
+                let key = resource.uri.as_str();
+                insert(
+                    &mut registry.resources,
+                    &mut registry.resource_index,
+                    "resource",
+                    key,
+                    resource.clone(),
+                    component,
+                )?;
+            }
+            for listed in &listing.templates {
+                let key = listed.uri_template.as_str();
+                if let Some(other) = registry.templates.iter().find(|t| &*t.key == key) {
+                    bail!(clash(
+                        "resource template",
+                        key,
+                        other.source(),
+                        &component.path
+                    ));
                 }
-            };
-            for tool in component_tools {
-                if let Some(&other) = by_name.get(&tool.name) {
-                    let other: &ToolEntry = &tools[other];
-                    bail!(
-                        "tool `{}` is exported by both {} and {}; tool names must be unique across the tools directory",
-                        tool.name,
-                        other.source().display(),
-                        path.display()
-                    );
-                }
-                by_name.insert(tool.name.clone(), tools.len());
-                tools.push(ToolEntry {
-                    name: tool.name.as_str().into(),
-                    tool,
+                let parsed = UriTemplate::parse(key)
+                    .map_err(|why| anyhow::anyhow!("resource template `{key}`: {why}"))?;
+                registry.templates.push(Served {
+                    item: Template {
+                        listed: listed.clone(),
+                        parsed,
+                    },
+                    key: key.into(),
                     component: component.clone(),
                 });
             }
         }
-        Ok(Registry { tools, by_name })
+        registry.components = components;
+        Ok(registry)
     }
 
     /// Every tool, ordered by component file name, then in the order the
@@ -103,52 +321,106 @@ impl Registry {
 
     /// The tool called `name`, if any.
     pub fn find(&self, name: &str) -> Option<&ToolEntry> {
-        self.by_name.get(name).map(|&i| &self.tools[i])
-    }
-}
-
-impl ToolEntry {
-    /// The component file that provides this tool.
-    pub fn source(&self) -> &Path {
-        &self.component.path
+        self.tool_index.get(name).map(|&i| &self.tools[i])
     }
 
-    /// Runs one round of a call of this tool in a fresh instance.
-    ///
-    /// `arguments_json` is passed to the guest as is (the protocol layer has
-    /// validated it). Guest `log` and `progress` reports go to `events`, if
-    /// given. The returned outcome's strings are the guest's own: JSON texts
-    /// in it are not validated here.
-    pub async fn call(
+    /// Every prompt, in the same order as tools.
+    pub fn prompts(&self) -> &[PromptEntry] {
+        &self.prompts
+    }
+
+    /// The prompt called `name`, if any.
+    pub fn find_prompt(&self, name: &str) -> Option<&PromptEntry> {
+        self.prompt_index.get(name).map(|&i| &self.prompts[i])
+    }
+
+    /// Every listed resource, in the same order as tools.
+    pub fn resources(&self) -> &[ResourceEntry] {
+        &self.resources
+    }
+
+    /// Every resource template, in the same order as tools.
+    pub fn templates(&self) -> &[TemplateEntry] {
+        &self.templates
+    }
+
+    /// The component that reads `uri`: the one that lists it, else the one
+    /// with the first template it matches (with the variables' values).
+    pub fn resolve_resource(
         &self,
-        runtime: &Runtime,
-        arguments_json: &str,
-        round: wit::Round,
-        events: Option<EventSink>,
-    ) -> Result<wit::CallOutcome, CallError> {
-        runtime
-            .call_tool(
-                &self.component.checked,
-                self.name.clone(),
-                arguments_json,
-                &round,
-                events,
-            )
-            .await
+        uri: &str,
+    ) -> Option<(Served<()>, Option<wit_resources::TemplateMatch>)> {
+        if let Some(&i) = self.resource_index.get(uri) {
+            return Some((self.resources[i].unit(), None));
+        }
+        self.templates.iter().find_map(|template| {
+            let variables = template.item.parsed.matches(uri)?;
+            let matched = wit_resources::TemplateMatch {
+                uri_template: template.item.listed.uri_template.clone(),
+                variables,
+            };
+            Some((template.unit(), Some(matched)))
+        })
+    }
+
+    /// The component that completes arguments of `target` (a prompt, or a
+    /// resource template by its `uri-template`), if it is served.
+    pub fn completer(&self, target: &wit_completions::CompletionTarget) -> Option<Served<()>> {
+        match target {
+            wit_completions::CompletionTarget::Prompt(name) => {
+                self.find_prompt(name).map(Served::unit)
+            }
+            wit_completions::CompletionTarget::ResourceTemplate(uri_template) => self
+                .templates
+                .iter()
+                .find(|t| &*t.key == uri_template)
+                .map(Served::unit),
+        }
     }
 }
 
-impl std::fmt::Debug for ToolEntry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ToolEntry")
-            .field("name", &self.tool.name)
-            .field("source", &self.component.path)
-            .finish_non_exhaustive()
+impl<T> Served<T> {
+    /// The same component and key, without the item.
+    fn unit(&self) -> Served<()> {
+        Served {
+            item: (),
+            key: self.key.clone(),
+            component: self.component.clone(),
+        }
     }
+}
+
+/// Adds one item, refusing a key another component already serves.
+fn insert<T>(
+    entries: &mut Vec<Served<T>>,
+    index: &mut HashMap<String, usize>,
+    what: &str,
+    key: &str,
+    item: T,
+    component: &Arc<Component>,
+) -> anyhow::Result<()> {
+    if let Some(&other) = index.get(key) {
+        bail!(clash(what, key, entries[other].source(), &component.path));
+    }
+    index.insert(key.to_owned(), entries.len());
+    entries.push(Served {
+        item,
+        key: key.into(),
+        component: component.clone(),
+    });
+    Ok(())
+}
+
+fn clash(what: &str, key: &str, first: &Path, second: &Path) -> String {
+    format!(
+        "{what} `{key}` is served by both {} and {}; names and URIs must be unique across the tools directory",
+        first.display(),
+        second.display()
+    )
 }
 
 /// The `*.wasm` files directly in `dir`, sorted by file name.
-fn wasm_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+pub(crate) fn wasm_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let entries = std::fs::read_dir(dir)
         .with_context(|| format!("cannot read the tools directory {}", dir.display()))?;
     let mut files = Vec::new();
@@ -163,140 +435,6 @@ fn wasm_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     }
     files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
     Ok(files)
-}
-
-/// Compiles (or loads from the cache), links and lists one component. The
-/// error is the reason to skip it.
-async fn load_component(
-    runtime: &Arc<Runtime>,
-    path: &Path,
-    cache: &Option<CompileCache>,
-) -> Result<(Arc<LoadedComponent>, Vec<wit::Tool>), String> {
-    // Reading and compiling block for tens of milliseconds: keep them off
-    // the async worker threads.
-    let compiled = {
-        let engine = runtime.engine().clone();
-        let cache = cache.clone();
-        let path = path.to_owned();
-        // Keep the caller's subscriber and span for the cache's log lines.
-        let dispatch = tracing::dispatcher::get_default(|d| d.clone());
-        let span = tracing::Span::current();
-        tokio::task::spawn_blocking(move || {
-            tracing::dispatcher::with_default(&dispatch, || {
-                span.in_scope(|| compile(&engine, &path, cache.as_ref()))
-            })
-        })
-        .await
-        .map_err(|err| format!("compiling it failed unexpectedly: {err}"))??
-    };
-    let (component, origin) = compiled;
-    let pre = runtime
-        .linker()
-        .instantiate_pre(&component)
-        .map_err(|err| format!("it needs imports Airlock does not provide: {}", chain(&err)))?;
-    let pre = ToolProviderPre::new(pre).map_err(|err| {
-        format!(
-            "it does not export `airlock:mcp/tools` (world `tool-provider`): {}",
-            chain(&err)
-        )
-    })?;
-    let label: Arc<str> = file_name(path).into();
-    let (tools, checked) =
-        runtime
-            .list_tools(&pre, label)
-            .await
-            .map_err(|failure| match failure.stderr {
-                Some(stderr) => format!(
-                    "list-tools failed: {} (stderr: {stderr})",
-                    describe(&failure.error)
-                ),
-                None => format!("list-tools failed: {}", describe(&failure.error)),
-            })?;
-    validate::validate_tools(&tools)?;
-    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    match origin {
-        Origin::Cache => info!(
-            file = %path.display(),
-            tools = %names.join(", "),
-            "loaded component (from cache)"
-        ),
-        Origin::Compiled { millis } => info!(
-            file = %path.display(),
-            tools = %names.join(", "),
-            "loaded component (compiled in {millis} ms)"
-        ),
-    }
-    let component = Arc::new(LoadedComponent {
-        path: path.to_owned(),
-        checked,
-    });
-    Ok((component, tools))
-}
-
-/// Reads and compiles one file (blocking).
-fn compile(
-    engine: &wasmtime::Engine,
-    path: &Path,
-    cache: Option<&CompileCache>,
-) -> Result<(wasmtime::component::Component, Origin), String> {
-    let wasm = std::fs::read(path).map_err(|err| format!("cannot read it: {err}"))?;
-    check_header(&wasm)?;
-    match cache {
-        Some(cache) => cache
-            .load_or_compile(engine, &wasm, path)
-            .map_err(|err| format!("it fails to compile: {err:#}")),
-        None => {
-            let started = std::time::Instant::now();
-            let component = wasmtime::component::Component::new(engine, &wasm)
-                .map_err(|err| format!("it fails to compile: {}", chain(&err)))?;
-            let millis = started.elapsed().as_millis();
-            Ok((component, Origin::Compiled { millis }))
-        }
-    }
-}
-
-/// Tells a component from a core module (or anything else) by its header,
-/// for a clearer message than the parser's.
-fn check_header(wasm: &[u8]) -> Result<(), String> {
-    const MAGIC: &[u8] = b"\0asm";
-    const CORE_MODULE: [u8; 4] = [1, 0, 0, 0];
-    const COMPONENT: [u8; 4] = [0x0d, 0, 1, 0];
-    if wasm.len() < 8 || &wasm[..4] != MAGIC {
-        return Err("it is not a WebAssembly file".to_owned());
-    }
-    match wasm[4..8].try_into() {
-        Ok(CORE_MODULE) => Err(
-            "it is a core WebAssembly module, not a component (build for the wasm32-wasip2 target, or wrap it with `wasm-tools component new`)"
-                .to_owned(),
-        ),
-        // Other versions of the component layer: let wasmtime say what it thinks.
-        Ok(COMPONENT) | Ok(_) => Ok(()),
-        Err(_) => unreachable!("slice of length 4"),
-    }
-}
-
-fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| path.display().to_string())
-}
-
-/// A wasmtime error and its causes on one line.
-fn chain(err: &wasmtime::Error) -> String {
-    err.chain()
-        .map(|cause| cause.to_string())
-        .collect::<Vec<_>>()
-        .join(": ")
-}
-
-/// A call error with its detail, for the log.
-fn describe(err: &CallError) -> String {
-    match err {
-        CallError::Trapped { detail } | CallError::Instantiate { detail } => {
-            format!("{err}: {detail}")
-        }
-        other => other.to_string(),
-    }
 }
 
 #[cfg(test)]
@@ -354,6 +492,7 @@ mod tests {
 
     #[test]
     fn headers() {
+        use super::component::check_header;
         assert!(
             check_header(b"hello")
                 .unwrap_err()

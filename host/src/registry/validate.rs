@@ -1,4 +1,5 @@
-//! Checks on the tool descriptions a component returns from `list-tools`.
+//! Checks on what a component describes at load: its tools, prompts,
+//! resources and resource templates.
 //!
 //! These are served to clients verbatim, so anything a client or model would
 //! choke on is refused at load time, naming the component file, rather than
@@ -8,7 +9,8 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use crate::runtime::wit;
+use super::uri_template::UriTemplate;
+use crate::runtime::{Listing, wit, wit_prompts, wit_resources};
 
 /// Longest tool name allowed.
 pub const MAX_TOOL_NAME_LEN: usize = 64;
@@ -21,12 +23,26 @@ pub fn is_valid_tool_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
 }
 
+/// Checks everything one component lists; the error says what is wrong
+/// with which item. A component must serve at least one thing.
+pub(crate) fn validate_listing(listing: &Listing) -> Result<(), String> {
+    if listing.tools.is_empty()
+        && listing.prompts.is_empty()
+        && listing.resources.is_empty()
+        && listing.templates.is_empty()
+    {
+        return Err("it lists no tools, prompts, resources or resource templates".to_owned());
+    }
+    validate_tools(&listing.tools)?;
+    validate_prompts(&listing.prompts)?;
+    validate_resources(&listing.resources)?;
+    validate_templates(&listing.templates)?;
+    Ok(())
+}
+
 /// Checks every tool of one component; the error says what is wrong with
 /// which tool.
 pub fn validate_tools(tools: &[wit::Tool]) -> Result<(), String> {
-    if tools.is_empty() {
-        return Err("list-tools returned no tools".to_owned());
-    }
     let mut seen = HashSet::new();
     for tool in tools {
         validate_tool(tool)?;
@@ -70,6 +86,102 @@ fn validate_tool(tool: &wit::Tool) -> Result<(), String> {
             }
             Ok(Value::Object(_)) => {}
             Ok(_) => return Err(format!("tool `{name}`: output-schema is not a JSON object")),
+        }
+    }
+    Ok(())
+}
+
+fn validate_prompts(prompts: &[wit_prompts::Prompt]) -> Result<(), String> {
+    let mut seen = HashSet::new();
+    for prompt in prompts {
+        if !is_valid_tool_name(&prompt.name) {
+            return Err(format!(
+                "prompt name {} is invalid: use 1 to {MAX_TOOL_NAME_LEN} characters of A-Z a-z 0-9 _ . -",
+                quote_untrusted(&prompt.name)
+            ));
+        }
+        let name = &prompt.name;
+        if !seen.insert(name.as_str()) {
+            return Err(format!("list-prompts returns prompt `{name}` twice"));
+        }
+        if prompt.description.trim().is_empty() {
+            return Err(format!("prompt `{name}` has an empty description"));
+        }
+        let mut arguments = HashSet::new();
+        for argument in &prompt.arguments {
+            if !is_valid_tool_name(&argument.name) {
+                return Err(format!(
+                    "prompt `{name}`: argument name {} is invalid",
+                    quote_untrusted(&argument.name)
+                ));
+            }
+            if !arguments.insert(argument.name.as_str()) {
+                return Err(format!(
+                    "prompt `{name}` declares argument `{}` twice",
+                    argument.name
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether `uri` starts with an RFC 3986 scheme (`scheme:`).
+fn has_scheme(uri: &str) -> bool {
+    uri.split_once(':').is_some_and(|(scheme, _)| {
+        scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+    })
+}
+
+/// Longest resource URI or template allowed.
+pub const MAX_URI_LEN: usize = 2048;
+
+fn validate_uri(uri: &str, what: &str) -> Result<(), String> {
+    if uri.len() > MAX_URI_LEN || !has_scheme(uri) || uri.chars().any(char::is_whitespace) {
+        return Err(format!(
+            "{what} {} is not an absolute URI (scheme:..., no spaces, at most {MAX_URI_LEN} bytes)",
+            quote_untrusted(uri)
+        ));
+    }
+    Ok(())
+}
+
+fn validate_resources(resources: &[wit_resources::Resource]) -> Result<(), String> {
+    let mut seen = HashSet::new();
+    for resource in resources {
+        validate_uri(&resource.uri, "resource URI")?;
+        if !seen.insert(resource.uri.as_str()) {
+            return Err(format!(
+                "list-resources returns resource `{}` twice",
+                resource.uri
+            ));
+        }
+        if resource.name.trim().is_empty() {
+            return Err(format!("resource `{}` has an empty name", resource.uri));
+        }
+    }
+    Ok(())
+}
+
+fn validate_templates(templates: &[wit_resources::ResourceTemplate]) -> Result<(), String> {
+    let mut seen = HashSet::new();
+    for template in templates {
+        let uri_template = &template.uri_template;
+        validate_uri(uri_template, "resource template")?;
+        UriTemplate::parse(uri_template)
+            .map_err(|why| format!("resource template {}: {why}", quote_untrusted(uri_template)))?;
+        if !seen.insert(uri_template.as_str()) {
+            return Err(format!(
+                "list-resource-templates returns `{uri_template}` twice"
+            ));
+        }
+        if template.name.trim().is_empty() {
+            return Err(format!(
+                "resource template `{uri_template}` has an empty name"
+            ));
         }
     }
     Ok(())
@@ -164,6 +276,126 @@ mod tests {
         }
         let err = validate_tools(&[tool("a"), tool("a")]).unwrap_err();
         assert!(err.contains("twice"), "{err}");
-        assert!(validate_tools(&[]).is_err());
+    }
+
+    fn prompt(name: &str) -> wit_prompts::Prompt {
+        wit_prompts::Prompt {
+            name: name.into(),
+            title: None,
+            description: "a prompt".into(),
+            arguments: vec![],
+        }
+    }
+
+    fn resource(uri: &str) -> wit_resources::Resource {
+        wit_resources::Resource {
+            uri: uri.into(),
+            name: "r".into(),
+            title: None,
+            description: None,
+            mime_type: None,
+            size: None,
+            annotations: None,
+        }
+    }
+
+    fn template(uri_template: &str) -> wit_resources::ResourceTemplate {
+        wit_resources::ResourceTemplate {
+            uri_template: uri_template.into(),
+            name: "t".into(),
+            title: None,
+            description: None,
+            mime_type: None,
+            annotations: None,
+        }
+    }
+
+    #[test]
+    fn a_component_must_serve_something() {
+        let err = validate_listing(&Listing::default()).unwrap_err();
+        assert!(err.contains("lists no tools, prompts"), "{err}");
+        let only_a_template = Listing {
+            templates: vec![template("notes://{id}")],
+            ..Listing::default()
+        };
+        assert_eq!(validate_listing(&only_a_template), Ok(()));
+    }
+
+    #[test]
+    fn rejects_bad_prompts_resources_and_templates() {
+        let argument = |name: &str| wit_prompts::PromptArgument {
+            name: name.into(),
+            title: None,
+            description: None,
+            required: true,
+        };
+        let cases: Vec<(Listing, &str)> = vec![
+            (
+                Listing {
+                    prompts: vec![prompt("no spaces please")],
+                    ..Listing::default()
+                },
+                "prompt name",
+            ),
+            (
+                Listing {
+                    prompts: vec![prompt("p"), prompt("p")],
+                    ..Listing::default()
+                },
+                "prompt `p` twice",
+            ),
+            (
+                Listing {
+                    prompts: vec![wit_prompts::Prompt {
+                        description: String::new(),
+                        ..prompt("p")
+                    }],
+                    ..Listing::default()
+                },
+                "empty description",
+            ),
+            (
+                Listing {
+                    prompts: vec![wit_prompts::Prompt {
+                        arguments: vec![argument("a"), argument("a")],
+                        ..prompt("p")
+                    }],
+                    ..Listing::default()
+                },
+                "argument `a` twice",
+            ),
+            (
+                Listing {
+                    resources: vec![resource("no-scheme")],
+                    ..Listing::default()
+                },
+                "not an absolute URI",
+            ),
+            (
+                Listing {
+                    resources: vec![resource("a://x"), resource("a://x")],
+                    ..Listing::default()
+                },
+                "twice",
+            ),
+            (
+                Listing {
+                    templates: vec![template("a://{?q}")],
+                    ..Listing::default()
+                },
+                "not supported",
+            ),
+            (
+                Listing {
+                    templates: vec![template("a://{x}"), template("a://{x}")],
+                    ..Listing::default()
+                },
+                "twice",
+            ),
+        ];
+        for (listing, expected) in cases {
+            let err = validate_listing(&listing).unwrap_err();
+            assert!(err.contains(expected), "{expected}: {err}");
+        }
     }
 }

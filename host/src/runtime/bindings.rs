@@ -1,11 +1,16 @@
-//! Host-side bindings of the `tool-provider` world (`wit/worlds.wit`).
+//! Host-side bindings of the `server` world (`wit/worlds.wit`).
+//!
+//! A component may export any non-empty subset of the world's interfaces
+//! (`tools`, `prompts`, `resources`, `completions`), so the host never uses
+//! the world-level bindings to instantiate: it looks each interface up on
+//! its own with the generated per-interface `GuestIndices`.
 //!
 //! Both directions are `async`:
 //!
-//! - exports (`list-tools`, `call-tool`) are called with `call_async`, so that
+//! - exports (`list-tools`, `call-tool`, ...) are called with `call_async`, so that
 //!   the epoch callback can yield to tokio at every tick and a looping guest
 //!   never holds a worker thread for longer than one tick;
-//! - imports (`log`, `progress`) are `async` so that they can await a bounded
+//! - imports (`log`, `progress`, ...) are `async` so that they can await a bounded
 //!   event channel (back-pressure from a slow client) without blocking a
 //!   worker thread, and `trappable` so that a wait that outlives the call's
 //!   deadline can end the call.
@@ -17,7 +22,7 @@ mod generated {
     #![allow(missing_docs, clippy::all)]
 
     wasmtime::component::bindgen!({
-        world: "tool-provider",
+        world: "server",
         path: "../wit",
         imports: { default: async | trappable },
         exports: { default: async },
@@ -26,6 +31,21 @@ mod generated {
 
 /// The WIT `types` interface: tools, call outcomes, rounds, content blocks.
 pub use generated::airlock::mcp::types as wit;
+
+/// The WIT `prompts` interface: prompts, prompt results and outcomes.
+pub use generated::exports::airlock::mcp::prompts as wit_prompts;
+
+/// The WIT `resources` interface: resources, templates and read outcomes.
+pub use generated::exports::airlock::mcp::resources as wit_resources;
+
+/// The WIT `completions` interface: completion requests and results.
+pub use generated::exports::airlock::mcp::completions as wit_completions;
+
+/// The exported interfaces' generated lookups, one per interface.
+pub(crate) use generated::exports::airlock::mcp::{
+    completions as completions_export, prompts as prompts_export, resources as resources_export,
+    tools as tools_export,
+};
 
 impl wit::ClientCapabilities {
     /// A client that declared no optional capability.
@@ -54,12 +74,12 @@ impl wit::Round {
 /// Severity of a guest log message (`airlock:mcp/host.log-level`).
 pub use generated::airlock::mcp::host::LogLevel;
 
+/// Which list a guest reports as changed (`airlock:mcp/host.list-kind`).
+pub use generated::airlock::mcp::host::ListKind;
+
 /// The generated host traits of the imported interfaces (implemented by the
 /// per-call store data).
 pub(crate) use generated::airlock::mcp::{host as host_import, types as types_import};
 
-/// An instantiated `tool-provider` component.
-pub(crate) use generated::ToolProvider;
-
-/// A component linked against the host, ready to instantiate cheaply.
-pub(crate) use generated::ToolProviderPre;
+/// The world's bindings, for linking the host imports.
+pub(crate) use generated::Server;

@@ -30,18 +30,24 @@
 //! the pool can never hold more live instances than it was sized for.
 
 use std::future::Future;
+use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Instant;
 
 use tokio::sync::SemaphorePermit;
-use wasmtime::component::{ComponentExportIndex, InstancePre, ResourceTable, TypedFunc};
+use wasmtime::component::{
+    ComponentExportIndex, ComponentNamedList, InstancePre, Lift, Lower, ResourceTable, TypedFunc,
+};
 use wasmtime::{ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder, Trap, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::Runtime;
-use super::bindings::{ToolProviderPre, wit};
+use super::bindings::{
+    completions_export, prompts_export, resources_export, tools_export, wit, wit_completions,
+    wit_prompts, wit_resources,
+};
 use super::engine::{
     MAX_CORE_INSTANCES_PER_COMPONENT, MAX_MEMORIES_PER_COMPONENT, MAX_TABLES_PER_COMPONENT,
 };
@@ -171,11 +177,14 @@ impl Runtime {
     }
 
     /// A fresh store for one call of `label`, failing at `deadline`.
+    /// `component` is the file behind the call, for change reports; `None`
+    /// while listing.
     fn new_store(
         &self,
         label: Arc<str>,
         deadline: Instant,
         events: Option<EventSink>,
+        component: Option<Arc<Path>>,
     ) -> CallStore {
         let stderr = StderrTail::new();
         let wasi = WasiCtxBuilder::new()
@@ -191,6 +200,7 @@ impl Runtime {
             .tables(MAX_TABLES_PER_COMPONENT as usize)
             .trap_on_grow_failure(true)
             .build();
+        let changes = component.map(|component| (component, self.changes.clone()));
         let state = CallState {
             wasi,
             table: ResourceTable::new(),
@@ -203,6 +213,7 @@ impl Runtime {
                 deadline,
                 events,
                 self.limits.max_events_per_call,
+                changes,
             ),
         };
         let mut store = Store::new(&self.engine, state);
@@ -222,51 +233,94 @@ impl Runtime {
         }
     }
 
-    /// Calls `list-tools` of a component in a fresh instance. On success,
-    /// also returns the component's [`CheckedComponent`] for later calls.
+    /// Links a compiled component and lists what it serves, in one fresh
+    /// instance: `list-tools`, `list-prompts`, `list-resources` and
+    /// `list-resource-templates`, for each interface it exports. Also
+    /// returns the component's [`CheckedComponent`] for later calls.
+    ///
     /// A failure is not logged here: it comes back with the guest's stderr,
     /// for the caller's own (single) log line.
-    pub(crate) async fn list_tools(
+    pub(crate) async fn list_component(
         &self,
-        pre: &ToolProviderPre<CallState>,
-        label: Arc<str>,
-    ) -> Result<(Vec<wit::Tool>, CheckedComponent), ListToolsError> {
-        let deadline = Instant::now() + self.limits.call_timeout;
-        let permit = self
-            .permit(deadline)
-            .await
-            .map_err(|error| ListToolsError {
-                error,
-                stderr: None,
-            })?;
-        let mut call = self.new_store(label, deadline, None);
-        let store = &mut call.store;
-        let result = within(deadline, async {
-            // The generated bindings type-check both exports against the
-            // world here, which is what makes `CheckedComponent` sound.
-            let instance = pre
-                .instantiate_async(&mut *store)
-                .await
-                .map_err(Failure::Start)?;
-            instance
-                .airlock_mcp_tools()
-                .call_list_tools(&mut *store)
-                .await
-                .map_err(Failure::Run)
-        })
-        .await;
-        let (result, stderr, _label) = self.finish(call, permit, result, |_| Ok(()));
-        let tools = result.map_err(|error| ListToolsError {
-            error,
-            stderr: stderr.text(),
-        })?;
-        let checked = CheckedComponent::new(pre).map_err(|err| ListToolsError {
+        instance_pre: &InstancePre<CallState>,
+        source: Arc<Path>,
+    ) -> Result<(Listing, CheckedComponent), ListError> {
+        let lookups = Lookups::new(instance_pre).map_err(|error| ListError {
             error: CallError::Instantiate {
-                detail: describe(&err),
+                detail: describe(&error),
             },
             stderr: None,
         })?;
-        Ok((tools, checked))
+        let deadline = Instant::now() + self.limits.call_timeout;
+        let permit = self.permit(deadline).await.map_err(|error| ListError {
+            error,
+            stderr: None,
+        })?;
+        let label: Arc<str> = source
+            .file_name()
+            .map_or_else(
+                || source.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            )
+            .into();
+        let mut call = self.new_store(label, deadline, None, None);
+        let store = &mut call.store;
+        let result = within(deadline, async {
+            let instance = instance_pre
+                .instantiate_async(&mut *store)
+                .await
+                .map_err(Failure::Start)?;
+            // `load` type-checks every function of the interface against the
+            // world, which is what makes `CheckedComponent` sound.
+            let mut listing = Listing::default();
+            if let Some(tools) = &lookups.tools {
+                let guest = tools.load(&mut *store, &instance).map_err(Failure::Start)?;
+                listing.tools = guest
+                    .call_list_tools(&mut *store)
+                    .await
+                    .map_err(Failure::Run)?;
+            }
+            if let Some(prompts) = &lookups.prompts {
+                let guest = prompts
+                    .load(&mut *store, &instance)
+                    .map_err(Failure::Start)?;
+                listing.prompts = guest
+                    .call_list_prompts(&mut *store)
+                    .await
+                    .map_err(Failure::Run)?;
+            }
+            if let Some(resources) = &lookups.resources {
+                let guest = resources
+                    .load(&mut *store, &instance)
+                    .map_err(Failure::Start)?;
+                listing.resources = guest
+                    .call_list_resources(&mut *store)
+                    .await
+                    .map_err(Failure::Run)?;
+                listing.templates = guest
+                    .call_list_resource_templates(&mut *store)
+                    .await
+                    .map_err(Failure::Run)?;
+            }
+            if let Some(completions) = &lookups.completions {
+                completions
+                    .load(&mut *store, &instance)
+                    .map_err(Failure::Start)?;
+            }
+            Ok(listing)
+        })
+        .await;
+        let (result, stderr, _label) = self.finish(call, permit, result, |_| Ok(()));
+        let listing = result.map_err(|error| ListError {
+            error,
+            stderr: stderr.text(),
+        })?;
+        let checked = CheckedComponent {
+            instance_pre: instance_pre.clone(),
+            source,
+            exports: lookups.exports(instance_pre),
+        };
+        Ok((listing, checked))
     }
 
     /// Calls `call-tool` in a fresh instance of `component`.
@@ -278,34 +332,103 @@ impl Runtime {
         round: &wit::Round,
         events: Option<EventSink>,
     ) -> Result<wit::CallOutcome, CallError> {
+        let export = component.exports.call_tool;
+        let params = (&*name, arguments, round);
+        self.invoke(component, export, name.clone(), params, events)
+            .await
+    }
+
+    /// Calls `get-prompt` in a fresh instance of `component`.
+    pub(crate) async fn get_prompt(
+        &self,
+        component: &CheckedComponent,
+        name: Arc<str>,
+        arguments: &[(String, String)],
+        round: &wit::Round,
+        events: Option<EventSink>,
+    ) -> Result<wit_prompts::PromptOutcome, CallError> {
+        let export = component.exports.get_prompt;
+        let params = (&*name, arguments, round);
+        self.invoke(component, export, name.clone(), params, events)
+            .await
+    }
+
+    /// Calls `read-resource` in a fresh instance of `component`.
+    pub(crate) async fn read_resource(
+        &self,
+        component: &CheckedComponent,
+        uri: Arc<str>,
+        template: Option<&wit_resources::TemplateMatch>,
+        round: &wit::Round,
+        events: Option<EventSink>,
+    ) -> Result<wit_resources::ReadOutcome, CallError> {
+        let export = component.exports.read_resource;
+        let params = (&*uri, template, round);
+        self.invoke(component, export, uri.clone(), params, events)
+            .await
+    }
+
+    /// Calls `complete` in a fresh instance of `component`; `None` if the
+    /// component does not export completions.
+    pub(crate) async fn complete(
+        &self,
+        component: &CheckedComponent,
+        request: &wit_completions::CompletionRequest,
+    ) -> Option<Result<wit_completions::Completion, CallError>> {
+        let export = component.exports.complete;
+        export?;
+        let label: Arc<str> = match &request.target {
+            wit_completions::CompletionTarget::Prompt(name) => name.as_str().into(),
+            wit_completions::CompletionTarget::ResourceTemplate(uri) => uri.as_str().into(),
+        };
+        Some(
+            self.invoke(component, export, label, (request,), None)
+                .await,
+        )
+    }
+
+    /// Calls one export of a fresh instance of `component` with `params`.
+    /// `label` names the call in logs. The export's types must be the ones
+    /// `Lookups::load` checked for it (see [`CheckedComponent`]).
+    async fn invoke<P, O>(
+        &self,
+        component: &CheckedComponent,
+        export: Option<ComponentExportIndex>,
+        label: Arc<str>,
+        params: P,
+        events: Option<EventSink>,
+    ) -> Result<O, CallError>
+    where
+        P: ComponentNamedList + Lower + Send + Sync,
+        O: Lift + OutputSize + Send + Sync + 'static,
+    {
         let deadline = Instant::now() + self.limits.call_timeout;
         let permit = self.permit(deadline).await?;
-        let mut call = self.new_store(name.clone(), deadline, events);
+        let mut call = self.new_store(label, deadline, events, Some(component.source.clone()));
         let store = &mut call.store;
         let result = within(deadline, async {
-            let call_tool = component
-                .instantiate(&mut *store)
+            let func = component
+                .instantiate::<P, O>(&mut *store, export)
                 .await
                 .map_err(Failure::Start)?;
-            let (outcome,) = call_tool
-                .call_async(&mut *store, (&name, arguments, round))
+            let (output,) = func
+                .call_async(&mut *store, params)
                 .await
                 .map_err(Failure::Run)?;
-            Ok(outcome)
+            Ok(output)
         })
         .await;
         let limit = self.limits.max_output_bytes;
-        let (result, stderr, label) =
-            self.finish(call, permit, result, |outcome: &wit::CallOutcome| {
-                let size = outcome.output_size();
-                if size > limit {
-                    Err(CallError::OutputTooLarge { size, limit })
-                } else {
-                    Ok(())
-                }
-            });
+        let (result, stderr, label) = self.finish(call, permit, result, |output: &O| {
+            let size = output.output_size();
+            if size > limit {
+                Err(CallError::OutputTooLarge { size, limit })
+            } else {
+                Ok(())
+            }
+        });
         if let Err(err) = &result {
-            log_failure(&label, err, &stderr);
+            log_failure(&label, &component.source, err, &stderr);
         }
         result
     }
@@ -372,71 +495,167 @@ impl Runtime {
     }
 }
 
+/// Everything a component serves, as its list functions described it
+/// (not yet validated).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Listing {
+    /// `list-tools`
+    pub(crate) tools: Vec<wit::Tool>,
+    /// `list-prompts`
+    pub(crate) prompts: Vec<wit_prompts::Prompt>,
+    /// `list-resources`
+    pub(crate) resources: Vec<wit_resources::Resource>,
+    /// `list-resource-templates`
+    pub(crate) templates: Vec<wit_resources::ResourceTemplate>,
+}
+
+/// The generated lookups of each interface a component exports.
+struct Lookups {
+    tools: Option<tools_export::GuestIndices>,
+    prompts: Option<prompts_export::GuestIndices>,
+    resources: Option<resources_export::GuestIndices>,
+    completions: Option<completions_export::GuestIndices>,
+}
+
+impl Lookups {
+    /// Finds the interfaces `pre` exports; an interface that is exported
+    /// but lacks a function is an error, and so is exporting none.
+    fn new(pre: &InstancePre<CallState>) -> wasmtime::Result<Lookups> {
+        let component = pre.component();
+        let exports = |name: &str| component.get_export_index(None, name).is_some();
+        let lookups = Lookups {
+            tools: exports(TOOLS_INTERFACE)
+                .then(|| tools_export::GuestIndices::new(pre))
+                .transpose()?,
+            prompts: exports(PROMPTS_INTERFACE)
+                .then(|| prompts_export::GuestIndices::new(pre))
+                .transpose()?,
+            resources: exports(RESOURCES_INTERFACE)
+                .then(|| resources_export::GuestIndices::new(pre))
+                .transpose()?,
+            completions: exports(COMPLETIONS_INTERFACE)
+                .then(|| completions_export::GuestIndices::new(pre))
+                .transpose()?,
+        };
+        if lookups.tools.is_none()
+            && lookups.prompts.is_none()
+            && lookups.resources.is_none()
+            && lookups.completions.is_none()
+        {
+            wasmtime::bail!(
+                "it exports none of `{TOOLS_INTERFACE}`, `{PROMPTS_INTERFACE}`, `{RESOURCES_INTERFACE}` and `{COMPLETIONS_INTERFACE}` (build it against world `airlock:mcp/server`)"
+            );
+        }
+        Ok(lookups)
+    }
+
+    /// The indices of the per-call functions of the interfaces found.
+    fn exports(&self, pre: &InstancePre<CallState>) -> Exports {
+        let component = pre.component();
+        let find = |found: bool, iface: &str, func: &str| {
+            let iface = component.get_export_index(None, iface).filter(|_| found)?;
+            component.get_export_index(Some(&iface), func)
+        };
+        Exports {
+            call_tool: find(self.tools.is_some(), TOOLS_INTERFACE, "call-tool"),
+            get_prompt: find(self.prompts.is_some(), PROMPTS_INTERFACE, "get-prompt"),
+            read_resource: find(
+                self.resources.is_some(),
+                RESOURCES_INTERFACE,
+                "read-resource",
+            ),
+            complete: find(
+                self.completions.is_some(),
+                COMPLETIONS_INTERFACE,
+                "complete",
+            ),
+        }
+    }
+}
+
+/// The per-call exports of a component, by pre-resolved index.
+#[derive(Clone, Copy, Default)]
+struct Exports {
+    call_tool: Option<ComponentExportIndex>,
+    get_prompt: Option<ComponentExportIndex>,
+    read_resource: Option<ComponentExportIndex>,
+    complete: Option<ComponentExportIndex>,
+}
+
 /// A linked component whose exports have been type-checked against the
-/// `tool-provider` world, ready for calls.
+/// `server` world, ready for calls.
 ///
 /// The generated bindings type-check every export each time they
-/// instantiate, which walks the whole `call-outcome` type (a few
-/// microseconds, a sizeable share of a call). Export types belong to the
-/// component, not to an instance, so checking once, at load, is enough: a
-/// `CheckedComponent` can only be made by [`Runtime::list_tools`] after the
-/// checked instantiation succeeded, and each call then looks `call-tool` up
-/// by its pre-resolved index without checking again.
+/// instantiate, which walks the whole outcome type (a few microseconds, a
+/// sizeable share of a call). Export types belong to the component, not to
+/// an instance, so checking once, at load, is enough: a `CheckedComponent`
+/// can only be made by [`Runtime::list_component`] after the checked
+/// instantiation succeeded, and each call then looks its function up by a
+/// pre-resolved index without checking again.
 #[derive(Clone)]
 pub(crate) struct CheckedComponent {
     instance_pre: InstancePre<CallState>,
-    call_tool: ComponentExportIndex,
+    source: Arc<Path>,
+    exports: Exports,
 }
 
 impl CheckedComponent {
-    /// Must only be called once `pre` has been instantiated through the
-    /// generated (type-checking) bindings.
-    fn new(pre: &ToolProviderPre<CallState>) -> wasmtime::Result<CheckedComponent> {
-        let component = pre.instance_pre().component();
-        let call_tool = component
-            .get_export_index(None, TOOLS_INTERFACE)
-            .and_then(|tools| component.get_export_index(Some(&tools), "call-tool"))
-            .ok_or_else(|| wasmtime::format_err!("no export `call-tool` in `{TOOLS_INTERFACE}`"))?;
-        Ok(CheckedComponent {
-            instance_pre: pre.instance_pre().clone(),
-            call_tool,
-        })
+    /// The component file.
+    pub(crate) fn source(&self) -> &Arc<Path> {
+        &self.source
     }
 
-    /// A fresh instance's `call-tool`.
-    async fn instantiate(
+    /// The component's `InstancePre`, for listing it again.
+    pub(crate) fn instance_pre(&self) -> &InstancePre<CallState> {
+        &self.instance_pre
+    }
+
+    /// A fresh instance's function `export`.
+    async fn instantiate<P, O>(
         &self,
         store: &mut Store<CallState>,
-    ) -> wasmtime::Result<TypedFunc<(&str, &str, &wit::Round), (wit::CallOutcome,)>> {
+        export: Option<ComponentExportIndex>,
+    ) -> wasmtime::Result<TypedFunc<P, (O,)>>
+    where
+        P: ComponentNamedList + Lower,
+        O: Lift,
+    {
+        let export =
+            export.ok_or_else(|| wasmtime::format_err!("the component lacks this export"))?;
         let instance = self.instance_pre.instantiate_async(&mut *store).await?;
         let func = instance
-            .get_func(&mut *store, self.call_tool)
-            .ok_or_else(|| wasmtime::format_err!("no export `call-tool`"))?;
-        // SAFETY: `CheckedComponent::new` is only reached after the generated
-        // bindings instantiated this very component and type-checked its
-        // `call-tool` export against exactly these parameter and result
-        // types; an export's type is fixed by the component, so it is the
-        // same in every instance.
+            .get_func(&mut *store, export)
+            .ok_or_else(|| wasmtime::format_err!("the component lacks this export"))?;
+        // SAFETY: a `CheckedComponent` is only made by `list_component`,
+        // after the generated bindings type-checked every function of every
+        // exported interface against the world, with the very parameter and
+        // result types the `Runtime` methods above pass here; an export's
+        // type is fixed by the component, so it is the same in every
+        // instance.
         Ok(unsafe { TypedFunc::new_unchecked(func) })
     }
 }
 
-/// The exported interface of the `tool-provider` world, as the generated
-/// bindings name it.
+/// The exported interfaces, as the generated bindings name them.
 const TOOLS_INTERFACE: &str = "airlock:mcp/tools@0.1.0";
+const PROMPTS_INTERFACE: &str = "airlock:mcp/prompts@0.1.0";
+const RESOURCES_INTERFACE: &str = "airlock:mcp/resources@0.1.0";
+const COMPLETIONS_INTERFACE: &str = "airlock:mcp/completions@0.1.0";
 
-/// A failed `list-tools` call, with what the guest wrote to stderr.
+/// A component that could not be listed, with what the guest wrote to
+/// stderr.
 #[derive(Debug)]
-pub(crate) struct ListToolsError {
-    /// Why the call failed.
+pub(crate) struct ListError {
+    /// Why listing failed.
     pub(crate) error: CallError,
     /// The tail of the guest's stderr, if it wrote anything.
     pub(crate) stderr: Option<String>,
 }
 
-/// Logs a failed tool call: one line with the tool, the error, wasmtime's
-/// detail and the tail of the guest's stderr (where panics are printed).
-fn log_failure(label: &str, err: &CallError, stderr: &StderrTail) {
+/// Logs a failed call: one line with the tool (prompt, resource), the
+/// component file, the error, wasmtime's detail and the tail of the guest's
+/// stderr (where panics are printed).
+fn log_failure(label: &str, component: &Path, err: &CallError, stderr: &StderrTail) {
     let detail = match err {
         CallError::Trapped { detail } | CallError::Instantiate { detail } => Some(detail.as_str()),
         _ => None,
@@ -444,10 +663,11 @@ fn log_failure(label: &str, err: &CallError, stderr: &StderrTail) {
     tracing::warn!(
         target: "airlock::runtime",
         tool = label,
+        file = %component.display(),
         error = %err,
         detail,
         stderr = stderr.text(),
-        "tool call failed"
+        "call failed"
     );
 }
 

@@ -1,5 +1,6 @@
 //! The `airlock:mcp/host` imports: what a guest may tell the host while a
-//! call runs (`log`, `progress`).
+//! call runs (`log`, `progress`, `notify-list-changed`,
+//! `notify-resource-updated`).
 //!
 //! Every report is written to the server log (target `airlock::guest`) and,
 //! when the caller passed an [`EventSink`], forwarded as a [`GuestEvent`] so
@@ -13,14 +14,18 @@
 //!   dropped, as the WIT contract says;
 //! - the sink is a bounded channel: a guest that reports faster than the
 //!   client reads waits (asynchronously), but never past its deadline. If the
-//!   receiver is gone, events are silently discarded.
+//!   receiver is gone, events are silently discarded;
+//! - change reports ([`Change`]) go to the runtime's change channel, also
+//!   bounded: when it is full they are dropped (with a log line), never
+//!   waited for, and they count against the same per-call budget.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
 use tokio::sync::mpsc::error::TrySendError;
 
-use super::bindings::{LogLevel, host_import};
+use super::bindings::{ListKind, LogLevel, host_import};
 use super::call::{CallState, DeadlineExceeded};
 
 /// Longest message (in bytes) forwarded from a guest's `log` or `progress`;
@@ -53,6 +58,28 @@ pub enum GuestEvent {
 /// guest wait, up to its deadline.
 pub type EventSink = tokio::sync::mpsc::Sender<GuestEvent>;
 
+/// A change a guest reported about what its component serves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// `notify-list-changed`: the component's list of `kind` changed.
+    ListChanged {
+        /// The component file that reported it.
+        component: Arc<Path>,
+        /// Which list.
+        kind: ListKind,
+    },
+    /// `notify-resource-updated`: the resource at `uri` changed.
+    ResourceUpdated {
+        /// The component file that reported it.
+        component: Arc<Path>,
+        /// The resource, at most [`MAX_EVENT_MESSAGE_BYTES`] long.
+        uri: String,
+    },
+}
+
+/// Where guests' [`Change`]s go (see [`Runtime::take_changes`](super::Runtime::take_changes)).
+pub(crate) type ChangeSender = tokio::sync::mpsc::Sender<Change>;
+
 /// Per-call state behind the host imports.
 pub(crate) struct EventState {
     /// The tool (or, while loading, the component file) for log lines.
@@ -62,6 +89,9 @@ pub(crate) struct EventState {
     remaining: usize,
     dropped: usize,
     last_progress: Option<f64>,
+    /// The component file and the change channel; `None` while listing a
+    /// component at load, when changes mean nothing yet.
+    changes: Option<(Arc<Path>, ChangeSender)>,
 }
 
 impl EventState {
@@ -70,6 +100,7 @@ impl EventState {
         deadline: Instant,
         sink: Option<EventSink>,
         max_events: usize,
+        changes: Option<(Arc<Path>, ChangeSender)>,
     ) -> EventState {
         EventState {
             label,
@@ -78,6 +109,21 @@ impl EventState {
             remaining: max_events,
             dropped: 0,
             last_progress: None,
+            changes,
+        }
+    }
+
+    /// Reports a change, unless the budget is spent or the channel is full.
+    fn report(&mut self, change: impl FnOnce(Arc<Path>) -> Change) {
+        if !self.take_slot() {
+            return;
+        }
+        let Some((component, sender)) = &self.changes else {
+            return;
+        };
+        if sender.try_send(change(component.clone())).is_err() {
+            self.dropped += 1;
+            tracing::debug!(target: "airlock::runtime", tool = &*self.label, "dropped a change report (channel full)");
         }
     }
 
@@ -202,6 +248,24 @@ impl host_import::Host for CallState {
                 message,
             })
             .await
+    }
+
+    async fn notify_list_changed(&mut self, kind: ListKind) -> wasmtime::Result<()> {
+        tracing::debug!(target: "airlock::guest", tool = &*self.events.label, ?kind, "list changed");
+        self.events
+            .report(|component| Change::ListChanged { component, kind });
+        Ok(())
+    }
+
+    async fn notify_resource_updated(&mut self, uri: String) -> wasmtime::Result<()> {
+        if uri.len() > MAX_EVENT_MESSAGE_BYTES {
+            self.events.dropped += 1;
+            return Ok(());
+        }
+        tracing::debug!(target: "airlock::guest", tool = &*self.events.label, uri, "resource updated");
+        self.events
+            .report(|component| Change::ResourceUpdated { component, uri });
+        Ok(())
     }
 }
 

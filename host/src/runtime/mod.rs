@@ -3,9 +3,9 @@
 //!
 //! - [`engine`]: the `Engine` (pooling allocator, copy-on-write memory
 //!   images, epoch interruption) and the epoch ticker thread;
-//! - [`bindings`]: `bindgen!` of the `tool-provider` world;
+//! - [`bindings`]: `bindgen!` of the `server` world;
 //! - `call`: one call in one fresh `Store`, with its limits and deadline;
-//! - [`events`]: the `log` and `progress` host imports;
+//! - [`events`]: the host imports (`log`, `progress`, change reports);
 //! - [`output`]: the size of a guest's answer, for the output limit;
 //! - [`stderr`]: a guest's stderr, kept as a bounded tail for the log;
 //! - [`error`]: why a call failed, in user-facing words.
@@ -43,12 +43,11 @@ use tokio::sync::Semaphore;
 use wasmtime::Engine;
 use wasmtime::component::{HasSelf, Linker};
 
-pub(crate) use self::bindings::ToolProviderPre;
-pub use self::bindings::{LogLevel, wit};
-pub(crate) use self::call::{CallState, CheckedComponent};
+pub use self::bindings::{ListKind, LogLevel, wit, wit_completions, wit_prompts, wit_resources};
+pub(crate) use self::call::{CallState, CheckedComponent, ListError, Listing};
 use self::engine::{EPOCH_TICK, EpochTicker};
 pub use self::error::CallError;
-pub use self::events::{EventSink, GuestEvent};
+pub use self::events::{Change, EventSink, GuestEvent};
 
 /// Limits applied to every guest call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,8 +97,14 @@ pub struct Runtime {
     linker: Linker<CallState>,
     limits: RuntimeLimits,
     permits: Semaphore,
+    changes: events::ChangeSender,
+    changes_receiver: std::sync::Mutex<Option<tokio::sync::mpsc::Receiver<Change>>>,
     _ticker: EpochTicker,
 }
+
+/// How many guest change reports may wait for the server to handle them;
+/// later ones are dropped.
+const CHANGE_QUEUE: usize = 1024;
 
 impl Runtime {
     /// Builds the engine and linker and starts the epoch ticker thread.
@@ -114,19 +119,21 @@ impl Runtime {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(anyhow::Error::from)
             .context("failed to link WASI p2")?;
-        bindings::ToolProvider::add_to_linker::<CallState, HasSelf<CallState>>(
-            &mut linker,
-            |state| state,
-        )
+        bindings::Server::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| {
+            state
+        })
         .map_err(anyhow::Error::from)
         .context("failed to link the airlock:mcp/host imports")?;
         let ticker = EpochTicker::start(&engine, EPOCH_TICK)?;
         let permits = Semaphore::new(limits.max_concurrent_calls);
+        let (changes, changes_receiver) = tokio::sync::mpsc::channel(CHANGE_QUEUE);
         Ok(Arc::new(Runtime {
             engine,
             linker,
             limits,
             permits,
+            changes,
+            changes_receiver: std::sync::Mutex::new(Some(changes_receiver)),
             _ticker: ticker,
         }))
     }
@@ -139,6 +146,16 @@ impl Runtime {
     /// The limits every call runs under.
     pub fn limits(&self) -> &RuntimeLimits {
         &self.limits
+    }
+
+    /// The changes guests report (`notify-list-changed`,
+    /// `notify-resource-updated`), for the one task that acts on them.
+    /// `None` once taken.
+    pub fn take_changes(&self) -> Option<tokio::sync::mpsc::Receiver<Change>> {
+        self.changes_receiver
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
     }
 
     /// The linker with every import a guest may use.

@@ -7,7 +7,7 @@
 //! count. The guest's memory cap already bounds how much the host can be
 //! made to copy out of a guest; this limit bounds what reaches the client.
 
-use super::bindings::wit;
+use super::bindings::{wit, wit_completions, wit_prompts, wit_resources};
 
 /// The payload size of a value returned by a guest.
 pub trait OutputSize {
@@ -75,12 +75,7 @@ impl OutputSize for wit::ResourceLink {
 
 impl OutputSize for wit::EmbeddedResource {
     fn output_size(&self) -> usize {
-        let contents = &self.contents;
-        let body = match &contents.body {
-            wit::ResourceBody::Text(text) => text.len(),
-            wit::ResourceBody::Blob(blob) => blob.len(),
-        };
-        contents.uri.len() + opt_str(&contents.mime_type) + body + self.annotations.output_size()
+        self.contents.output_size() + self.annotations.output_size()
     }
 }
 
@@ -162,6 +157,49 @@ impl OutputSize for wit::Tool {
             + self.input_schema.len()
             + opt_str(&self.output_schema)
             + self.annotations.as_ref().map_or(0, |a| opt_str(&a.title))
+    }
+}
+
+impl OutputSize for wit_prompts::PromptOutcome {
+    fn output_size(&self) -> usize {
+        match self {
+            wit_prompts::PromptOutcome::Complete(result) => {
+                opt_str(&result.description)
+                    + result
+                        .messages
+                        .iter()
+                        .map(|m| m.content.output_size())
+                        .sum::<usize>()
+            }
+            wit_prompts::PromptOutcome::InputRequired(required) => required.output_size(),
+            wit_prompts::PromptOutcome::InvalidArguments(message) => message.len(),
+        }
+    }
+}
+
+impl OutputSize for wit::ResourceContents {
+    fn output_size(&self) -> usize {
+        let body = match &self.body {
+            wit::ResourceBody::Text(text) => text.len(),
+            wit::ResourceBody::Blob(blob) => blob.len(),
+        };
+        self.uri.len() + opt_str(&self.mime_type) + body
+    }
+}
+
+impl OutputSize for wit_resources::ReadOutcome {
+    fn output_size(&self) -> usize {
+        match self {
+            wit_resources::ReadOutcome::Complete(contents) => all(contents),
+            wit_resources::ReadOutcome::InputRequired(required) => required.output_size(),
+            wit_resources::ReadOutcome::NotFound => 0,
+        }
+    }
+}
+
+impl OutputSize for wit_completions::Completion {
+    fn output_size(&self) -> usize {
+        self.values.iter().map(String::len).sum()
     }
 }
 

@@ -264,8 +264,11 @@ async fn handle_post(State(app): State<Arc<App>>, request: axum::extract::Reques
         }
         Err(e) => return error_response(StatusCode::BAD_REQUEST, e.id.as_ref(), &e.error),
     };
-    let streaming =
-        envelope::opts_in_to_notifications(&request.params) && accepts_event_stream(&headers);
+    // A listen request is a stream from its first message; other requests
+    // stream only if they asked for notifications.
+    let streaming = accepts_event_stream(&headers)
+        && (request.method == "subscriptions/listen"
+            || envelope::opts_in_to_notifications(&request.params));
     let server = app.server.clone();
     let run = move |notifier: Option<Notifier>| async move {
         let mirrored = MirroredHeaders {

@@ -1,88 +1,68 @@
-//! `tools/call` with Multi Round-Trip Requests (SEP-2322).
+//! Multi Round-Trip Requests (SEP-2322), shared by `tools/call`,
+//! `prompts/get` and `resources/read`.
 //!
-//! One round: read the arguments and the client's answers, open the sealed
-//! `requestState` (if any) against this caller and this request, run the tool
-//! in a fresh instance, then either return its complete result or turn its
-//! input requests into an `input_required` result with a newly sealed state.
-//! Nothing is remembered between rounds: all a retry needs is in the request.
+//! A round starts from the request alone: the client's `inputResponses`,
+//! and the sealed `requestState` opened against this caller and this very
+//! request (method, name or URI, arguments). The component runs in a fresh
+//! instance; if it asks for input, its requests are checked against the
+//! capabilities the client declared on this request and returned in an
+//! `input_required` result with a newly sealed state. Nothing is remembered
+//! between rounds, so any Airlock process holding the keys can serve any
+//! round, and a component replaced between two rounds serves the next one
+//! with the same state (the state is bound to the name, not to a build).
+//!
+//! While a component runs, its `progress` and `log` reports become
+//! notifications on the request's stream when the client asked for them.
+
+use std::future::Future;
 
 use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::{Map, Value, json};
 
-use super::dispatch::{Notifier, Reply, RequestContext, Server, required_str};
+use super::dispatch::{Notifier, Server};
 use super::envelope::{self, ClientCapabilities, LogLevel, RequestMeta};
-use super::jsonrpc::{self, Request, RpcError};
-use super::param_headers;
+use super::jsonrpc::{self, RpcError};
 use super::wire;
-use crate::registry::ToolEntry;
-use crate::runtime::{self, CallError, GuestEvent, wit};
+use crate::runtime::{self, EventSink, GuestEvent, wit};
 use crate::state::Binding;
 
-const METHOD: &str = "tools/call";
+/// What a multi-round request is about, for its messages and its state.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Target<'a> {
+    /// `Tool`, `Prompt` or `Resource`, for messages.
+    pub(super) kind: &'static str,
+    /// The tool or prompt name, or the resource URI.
+    pub(super) name: &'a str,
+}
 
 impl Server {
-    /// Runs one round of `tools/call`.
-    pub(super) async fn call_tool(
+    /// Opens the round a request carries: its answers, and the state of the
+    /// previous round (checked against `binding`) if it has one.
+    pub(super) fn open_round<'a>(
         &self,
-        request: &Request,
+        params: &Map<String, Value>,
+        target: Target<'_>,
+        binding: &dyn Fn() -> Binding<'a>,
         meta: &RequestMeta,
-        context: RequestContext<'_>,
-        notifier: Option<&Notifier>,
-    ) -> Result<Reply, RpcError> {
-        let params = &request.params;
-        let name = required_str(params, "name")?;
-        envelope::check_name_header(context.headers.as_ref(), name)?;
-        let no_arguments = Value::Object(Map::new());
-        let arguments = match params.get("arguments") {
-            None | Some(Value::Null) => &no_arguments,
-            Some(arguments @ Value::Object(_)) => arguments,
-            Some(_) => {
-                return Err(RpcError::invalid_params(
-                    "Invalid params: arguments must be an object",
-                ));
-            }
-        };
-        if let (Some(annotated), Some(all)) = (
-            self.param_headers.get(name),
-            context.headers.as_ref().and_then(|h| h.all),
-        ) {
-            param_headers::check(annotated, arguments, |header| {
-                all.get(header)
-                    .map(|v| v.to_str().map(str::trim).unwrap_or("\u{fffd}"))
-            })?;
-        }
-        let entry = self
-            .registry
-            .find(name)
-            .ok_or_else(|| RpcError::invalid_params(format!("Unknown tool: {name}")))?;
+    ) -> Result<wit::Round, RpcError> {
         let responses = match params.get("inputResponses") {
             None => Vec::new(),
             Some(value) => wire::input_responses(value)
                 .map_err(|e| RpcError::invalid_params(format!("Invalid params: {e}")))?,
         };
-        // Needed to open the state and again to seal the next one: computed once.
-        let digest = std::sync::OnceLock::new();
-        let binding = || Binding {
-            principal: context.principal,
-            method: METHOD,
-            target: name,
-            arguments_digest: *digest.get_or_init(|| crate::state::digest_arguments(arguments)),
-        };
         let (number, state) = match params.get("requestState") {
             None => (1, None),
             Some(Value::String(token)) => {
-                let opened = self
-                    .sealer
-                    .open(token, &binding())
-                    .map_err(|e| {
-                        tracing::info!(tool = name, principal = context.principal, reason = %e, "requestState refused");
-                        RpcError::invalid_params(e.client_message())
-                    })?;
+                let binding = binding();
+                let opened = self.sealer.open(token, &binding).map_err(|e| {
+                    tracing::info!(kind = target.kind, name = target.name, principal = binding.principal, reason = %e, "requestState refused");
+                    RpcError::invalid_params(e.client_message())
+                })?;
                 if opened.round >= self.settings.max_rounds {
                     return Err(RpcError::invalid_params(format!(
-                        "Tool '{name}' did not finish within {} rounds; start the call again",
-                        self.settings.max_rounds
+                        "{} '{}' did not finish within {} rounds; start the request again",
+                        target.kind, target.name, self.settings.max_rounds
                     )));
                 }
                 (opened.round + 1, opened.guest_state)
@@ -93,92 +73,40 @@ impl Server {
                 ));
             }
         };
-        let round = wit::Round {
+        Ok(wit::Round {
             number,
             responses,
             state,
             client: capabilities(&meta.capabilities),
-        };
-        let started = std::time::Instant::now();
-        let outcome = self
-            .run(entry, &arguments.to_string(), round, meta, notifier)
-            .await;
-        tracing::debug!(
-            tool = name,
-            round = number,
-            elapsed_us = started.elapsed().as_micros() as u64,
-            "tool call"
-        );
-        match outcome {
-            Err(error) => {
-                tracing::warn!(tool = name, file = %entry.source().display(), %error, "tool call failed");
-                Ok(self.tool_failure(&request.id, name, &error.to_string()))
-            }
-            Ok(wit::CallOutcome::Complete(result)) => match wire::call_result(&result) {
-                Ok(result) => Ok(self.reply(&request.id, result)),
-                Err(error) => Ok(self.invalid_outcome(&request.id, entry, &error.0)),
-            },
-            Ok(wit::CallOutcome::InputRequired(input)) => {
-                self.input_required(request, entry, meta, &binding(), number, &input)
-            }
-        }
+        })
     }
 
-    /// Runs the tool, forwarding its progress and log events as notifications
-    /// when the client asked for them on this request.
-    async fn run(
+    /// Turns a component's request for input into an `input_required`
+    /// result with a newly sealed state. `Ok(Err(problem))` when the
+    /// component's request is malformed (the caller reports it its own way);
+    /// `Err` when the client lacks a capability it would need.
+    pub(super) fn input_required<'i>(
         &self,
-        entry: &ToolEntry,
-        arguments: &str,
-        round: wit::Round,
-        meta: &RequestMeta,
-        notifier: Option<&Notifier>,
-    ) -> Result<wit::CallOutcome, CallError> {
-        let Some(out) = notifier.filter(|_| meta.wants_notifications()) else {
-            return entry.call(&self.runtime, arguments, round, None).await;
-        };
-        let (events, mut received) = tokio::sync::mpsc::channel(32);
-        let call = entry.call(&self.runtime, arguments, round, Some(events));
-        let forward = async {
-            while let Some(event) = received.recv().await {
-                if let Some(message) = notification(event, meta, &entry.tool.name) {
-                    // A closed channel means the client went away; the call
-                    // itself is cancelled by the transport.
-                    let _ = out.send(message).await;
-                }
-            }
-        };
-        let (outcome, ()) = tokio::join!(call, forward);
-        outcome
-    }
-
-    fn input_required(
-        &self,
-        request: &Request,
-        entry: &ToolEntry,
+        target: Target<'_>,
         meta: &RequestMeta,
         binding: &Binding<'_>,
         round: u32,
-        input: &wit::InputRequired,
-    ) -> Result<Reply, RpcError> {
+        input: &'i wit::InputRequired,
+    ) -> Result<Result<InputRequiredResult<'i>, String>, RpcError> {
         if input.requests.is_empty() && input.state.is_none() {
-            return Ok(self.invalid_outcome(
-                &request.id,
-                entry,
-                "asked for input without any request or state",
+            return Ok(Err(
+                "asked for input without any request or state".to_owned()
             ));
         }
         let mut keys = std::collections::HashSet::new();
         for (key, _) in &input.requests {
             if key.is_empty() || !keys.insert(key.as_str()) {
-                return Ok(self.invalid_outcome(
-                    &request.id,
-                    entry,
-                    &format!("input request key {key:?} is empty or repeated"),
-                ));
+                return Ok(Err(format!(
+                    "input request key {key:?} is empty or repeated"
+                )));
             }
         }
-        check_capabilities(&entry.tool.name, &input.requests, &meta.capabilities)?;
+        check_capabilities(target, &input.requests, &meta.capabilities)?;
         let requests = match input
             .requests
             .iter()
@@ -186,60 +114,54 @@ impl Server {
             .collect::<Result<Vec<_>, _>>()
         {
             Ok(requests) => requests,
-            Err(error) => return Ok(self.invalid_outcome(&request.id, entry, &error.0)),
+            Err(error) => return Ok(Err(error.0)),
         };
         let token = match self.sealer.seal(binding, round, input.state.as_deref()) {
             Ok(token) => token,
-            Err(error) => return Ok(self.invalid_outcome(&request.id, entry, &error.to_string())),
+            Err(error) => return Ok(Err(error.to_string())),
         };
-        Ok(self.reply(
-            &request.id,
-            InputRequiredResult {
-                result_type: "input_required",
-                input_requests: (!requests.is_empty()).then_some(KeyedRequests(requests)),
-                request_state: token,
-            },
-        ))
-    }
-
-    /// A complete result with `isError`, for a tool that failed to run.
-    fn tool_failure(&self, id: &Value, tool: &str, why: &str) -> Reply {
-        let result = wit::CallResult {
-            content: vec![wit::ContentBlock::Text(wit::TextContent {
-                text: format!("Tool '{tool}' failed: {why}"),
-                annotations: None,
-            })],
-            structured_content: None,
-            is_error: true,
-        };
-        match wire::call_result(&result) {
-            Ok(result) => self.reply(id, result),
-            Err(_) => unreachable_reply(id),
-        }
-    }
-
-    fn invalid_outcome(&self, id: &Value, entry: &ToolEntry, problem: &str) -> Reply {
-        tracing::warn!(tool = %entry.tool.name, file = %entry.source().display(), problem, "tool returned an invalid outcome");
-        self.tool_failure(
-            id,
-            &entry.tool.name,
-            &format!("it returned an invalid outcome: {problem}"),
-        )
+        Ok(Ok(InputRequiredResult {
+            result_type: "input_required",
+            input_requests: (!requests.is_empty()).then_some(KeyedRequests(requests)),
+            request_state: token,
+        }))
     }
 }
 
-fn unreachable_reply(id: &Value) -> Reply {
-    let error = RpcError::internal("cannot encode a failure result");
-    Reply {
-        body: jsonrpc::encode_error(Some(id), &error),
-        http_status: error.http_status,
-    }
+/// Runs `run` (a component call), forwarding its progress and log events as
+/// notifications when the client asked for them on this request; `label`
+/// names the logger of log messages.
+pub(super) async fn with_events<T, Fut>(
+    meta: &RequestMeta,
+    notifier: Option<&Notifier>,
+    label: &str,
+    run: impl FnOnce(Option<EventSink>) -> Fut,
+) -> T
+where
+    Fut: Future<Output = T>,
+{
+    let Some(out) = notifier.filter(|_| meta.wants_notifications()) else {
+        return run(None).await;
+    };
+    let (events, mut received) = tokio::sync::mpsc::channel(32);
+    let call = run(Some(events));
+    let forward = async {
+        while let Some(event) = received.recv().await {
+            if let Some(message) = notification(event, meta, label) {
+                // A closed channel means the client went away; the call
+                // itself is cancelled by the transport.
+                let _ = out.send(message).await;
+            }
+        }
+    };
+    let (outcome, ()) = tokio::join!(call, forward);
+    outcome
 }
 
 /// `InputRequiredResult`.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct InputRequiredResult<'a> {
+pub(super) struct InputRequiredResult<'a> {
     result_type: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     input_requests: Option<KeyedRequests<'a>>,
@@ -273,7 +195,7 @@ fn capabilities(caps: &ClientCapabilities) -> wit::ClientCapabilities {
 /// Refuses input requests the client did not declare it can answer, with
 /// -32021 naming every capability that is missing.
 fn check_capabilities(
-    tool: &str,
+    target: Target<'_>,
     requests: &[(String, wit::InputRequest)],
     caps: &ClientCapabilities,
 ) -> Result<(), RpcError> {
@@ -323,7 +245,8 @@ fn check_capabilities(
     let names = required.keys().cloned().collect::<Vec<_>>().join(", ");
     Err(envelope::missing_capability(
         format!(
-            "Tool '{tool}' needs the client capability {names}; declare it in _meta clientCapabilities"
+            "{} '{}' needs the client capability {names}; declare it in _meta clientCapabilities",
+            target.kind, target.name
         ),
         Value::Object(required),
     ))
@@ -388,7 +311,16 @@ mod tests {
             .enumerate()
             .map(|(i, r)| (i.to_string(), r))
             .collect();
-        check_capabilities("t", &keyed, &caps).err().map(|e| {
+        check_capabilities(
+            Target {
+                kind: "Tool",
+                name: "t",
+            },
+            &keyed,
+            &caps,
+        )
+        .err()
+        .map(|e| {
             assert_eq!(
                 (e.code, e.http_status),
                 (jsonrpc::codes::MISSING_REQUIRED_CLIENT_CAPABILITY, 400)

@@ -1,0 +1,142 @@
+//! `resources/list`, `resources/templates/list` and `resources/read` (with
+//! Multi Round-Trip Requests).
+//!
+//! A read goes to the component that lists the URI, else to the one whose
+//! template matches it first (see [`Registry`](crate::registry::Registry)).
+//! A URI nobody serves, or one the component says does not exist, is -32602
+//! with `data.uri` (SEP-2164), never an empty `contents`.
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use super::catalog::{Catalog, ListResult};
+use super::dispatch::{Notifier, Reply, RequestContext, Server, required_str};
+use super::envelope::{self, RequestMeta};
+use super::jsonrpc::{Request, RpcError};
+use super::mrtr::{self, Target};
+use super::wire;
+use crate::registry::validate::MAX_URI_LEN;
+use crate::runtime::wit_resources;
+use crate::state::Binding;
+
+const METHOD: &str = "resources/read";
+
+/// `ReadResourceResult`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ReadResult<'a> {
+    result_type: &'static str,
+    contents: Vec<wire::ResourceContents<'a>>,
+    ttl_ms: u64,
+    cache_scope: &'static str,
+}
+
+impl Server {
+    /// `resources/list`: one page of every listed resource.
+    pub(super) fn list_resources(
+        &self,
+        request: &Request,
+        catalog: &Catalog,
+    ) -> Result<Reply, RpcError> {
+        let page = catalog.resources.page(request.params.get("cursor"))?;
+        Ok(self.reply(
+            &request.id,
+            ListResult {
+                field: "resources",
+                page,
+                ttl_ms: self.settings.list_ttl_ms,
+            },
+        ))
+    }
+
+    /// `resources/templates/list`: one page of every resource template.
+    pub(super) fn list_templates(
+        &self,
+        request: &Request,
+        catalog: &Catalog,
+    ) -> Result<Reply, RpcError> {
+        let page = catalog.templates.page(request.params.get("cursor"))?;
+        Ok(self.reply(
+            &request.id,
+            ListResult {
+                field: "resourceTemplates",
+                page,
+                ttl_ms: self.settings.list_ttl_ms,
+            },
+        ))
+    }
+
+    /// Runs one round of `resources/read`.
+    pub(super) async fn read_resource(
+        &self,
+        request: &Request,
+        catalog: &Catalog,
+        meta: &RequestMeta,
+        context: RequestContext<'_>,
+        notifier: Option<&Notifier>,
+    ) -> Result<Reply, RpcError> {
+        let params = &request.params;
+        let uri = required_str(params, "uri")?;
+        envelope::check_name_header(context.headers.as_ref(), uri)?;
+        if uri.len() > MAX_URI_LEN {
+            return Err(RpcError::invalid_params(format!(
+                "Invalid params: uri is longer than {MAX_URI_LEN} bytes"
+            )));
+        }
+        let (component, template) = catalog
+            .registry
+            .resolve_resource(uri)
+            .ok_or_else(|| not_found(uri))?;
+        let target = Target {
+            kind: "Resource",
+            name: uri,
+        };
+        let no_arguments = Value::Object(Map::new());
+        let binding = || Binding {
+            principal: context.principal,
+            method: METHOD,
+            target: uri,
+            arguments_digest: crate::state::digest_arguments(&no_arguments),
+        };
+        let round = self.open_round(params, target, &binding, meta)?;
+        let number = round.number;
+        let outcome = mrtr::with_events(meta, notifier, uri, |events| {
+            component.read(&self.runtime, uri, template.as_ref(), &round, events)
+        })
+        .await;
+        let failed = |why: String| {
+            tracing::warn!(uri, file = %component.source().display(), why, "resource read failed");
+            RpcError::internal(format!("Reading resource '{uri}' failed: {why}"))
+        };
+        match outcome.map_err(|error| failed(error.to_string()))? {
+            wit_resources::ReadOutcome::NotFound => Err(not_found(uri)),
+            wit_resources::ReadOutcome::Complete(contents) if contents.is_empty() => {
+                Err(failed("the component returned no contents".to_owned()))
+            }
+            wit_resources::ReadOutcome::Complete(contents) => Ok(self.reply(
+                &request.id,
+                ReadResult {
+                    result_type: "complete",
+                    contents: contents.iter().map(wire::resource_contents).collect(),
+                    ttl_ms: self.settings.read_ttl_ms,
+                    // Components cannot see who asks, but a read may still
+                    // depend on the moment: never shared across callers.
+                    cache_scope: "private",
+                },
+            )),
+            wit_resources::ReadOutcome::InputRequired(input) => {
+                match self.input_required(target, meta, &binding(), number, &input)? {
+                    Ok(result) => Ok(self.reply(&request.id, result)),
+                    Err(problem) => {
+                        Err(failed(format!("it returned an invalid outcome: {problem}")))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// -32602 with `data.uri` (SEP-2164).
+fn not_found(uri: &str) -> RpcError {
+    RpcError::invalid_params(format!("Resource not found: {uri}")).with_data(json!({ "uri": uri }))
+}

@@ -1,0 +1,290 @@
+//! `subscriptions/listen`: long-lived streams of change notifications.
+//!
+//! Changes (a list changed after a reload or a component's report, a
+//! resource a component reported as updated) are published once to
+//! [`Subscriptions`]; every open listen stream receives them and forwards
+//! the ones its filter asked for, each tagged with the listen request's id.
+//! The acknowledgement always comes first. A stream ends when the client
+//! goes away (the transport drops the request) or the server shuts down
+//! (then it ends with its `SubscriptionsListenResult`).
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use tokio::sync::broadcast;
+
+use super::dispatch::{Notifier, Reply, Server};
+use super::jsonrpc::{self, Request, RpcError};
+
+/// The `_meta` key that tags every notification of a listen stream.
+const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// Most resource URIs one listen request may subscribe to.
+pub const MAX_RESOURCE_SUBSCRIPTIONS: usize = 1000;
+
+/// How many changes may wait for a slow stream before it is told that it
+/// missed some (it then gets every list-changed notification it asked for).
+const BACKLOG: usize = 256;
+
+/// A change listeners may be told about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerChange {
+    /// `tools/list` would answer differently.
+    ToolsListChanged,
+    /// `prompts/list` would answer differently.
+    PromptsListChanged,
+    /// `resources/list` or `resources/templates/list` would answer
+    /// differently.
+    ResourcesListChanged,
+    /// The resource at this URI changed.
+    ResourceUpdated(Arc<str>),
+}
+
+/// Where changes are published, and listen streams subscribe.
+pub struct Subscriptions {
+    sender: broadcast::Sender<ServerChange>,
+}
+
+impl Default for Subscriptions {
+    fn default() -> Self {
+        Subscriptions {
+            sender: broadcast::channel(BACKLOG).0,
+        }
+    }
+}
+
+impl Subscriptions {
+    /// Tells every open listen stream (that asked for it) about `change`.
+    pub fn publish(&self, change: ServerChange) {
+        // No receivers is not an error: nobody is listening.
+        let _ = self.sender.send(change);
+    }
+}
+
+/// What one listen request asked for.
+#[derive(Debug, Default, PartialEq)]
+struct Filter {
+    tools: bool,
+    prompts: bool,
+    resources: bool,
+    uris: Vec<String>,
+}
+
+impl Filter {
+    /// Reads `params.notifications`.
+    fn parse(params: &Map<String, Value>) -> Result<Filter, RpcError> {
+        let notifications = params
+            .get("notifications")
+            .and_then(Value::as_object)
+            .ok_or_else(|| {
+                RpcError::invalid_params("Invalid params: missing notifications (an object)")
+            })?;
+        let flag = |name: &str| match notifications.get(name) {
+            None | Some(Value::Null) => Ok(false),
+            Some(Value::Bool(value)) => Ok(*value),
+            Some(_) => Err(RpcError::invalid_params(format!(
+                "Invalid params: notifications.{name} must be a boolean"
+            ))),
+        };
+        let uris = match notifications.get("resourceSubscriptions") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(uris)) if uris.len() <= MAX_RESOURCE_SUBSCRIPTIONS => uris
+                .iter()
+                .map(|uri| uri.as_str().map(str::to_owned))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| {
+                    RpcError::invalid_params(
+                        "Invalid params: notifications.resourceSubscriptions must hold strings",
+                    )
+                })?,
+            Some(_) => {
+                return Err(RpcError::invalid_params(format!(
+                    "Invalid params: notifications.resourceSubscriptions must be an array of at most {MAX_RESOURCE_SUBSCRIPTIONS} URIs"
+                )));
+            }
+        };
+        Ok(Filter {
+            tools: flag("toolsListChanged")?,
+            prompts: flag("promptsListChanged")?,
+            resources: flag("resourcesListChanged")?,
+            uris,
+        })
+    }
+
+    /// The filter as the acknowledgement echoes it: what will be honoured.
+    fn acknowledged(&self) -> Value {
+        let mut honoured = Map::new();
+        for (name, wanted) in [
+            ("toolsListChanged", self.tools),
+            ("promptsListChanged", self.prompts),
+            ("resourcesListChanged", self.resources),
+        ] {
+            if wanted {
+                honoured.insert(name.to_owned(), Value::Bool(true));
+            }
+        }
+        if !self.uris.is_empty() {
+            honoured.insert("resourceSubscriptions".to_owned(), json!(self.uris));
+        }
+        Value::Object(honoured)
+    }
+
+    /// The notification method for `change`, if this filter wants it.
+    fn wants(&self, change: &ServerChange) -> Option<&'static str> {
+        match change {
+            ServerChange::ToolsListChanged if self.tools => {
+                Some("notifications/tools/list_changed")
+            }
+            ServerChange::PromptsListChanged if self.prompts => {
+                Some("notifications/prompts/list_changed")
+            }
+            ServerChange::ResourcesListChanged if self.resources => {
+                Some("notifications/resources/list_changed")
+            }
+            ServerChange::ResourceUpdated(uri)
+                if self.uris.iter().any(|subscribed| covers(subscribed, uri)) =>
+            {
+                Some("notifications/resources/updated")
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Whether a subscription to `subscribed` covers an update of `uri`: the
+/// same URI, or a sub-resource of it (`subscribed` followed by `/`).
+fn covers(subscribed: &str, uri: &str) -> bool {
+    uri.strip_prefix(subscribed)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/') || subscribed.ends_with('/'))
+}
+
+impl Server {
+    /// Serves one `subscriptions/listen` until the client leaves or the
+    /// server shuts down.
+    pub(super) async fn listen(
+        &self,
+        request: &Request,
+        notifier: Option<&Notifier>,
+    ) -> Result<Reply, RpcError> {
+        let filter = Filter::parse(&request.params)?;
+        let Some(out) = notifier else {
+            return Err(RpcError::invalid_request(
+                "subscriptions/listen answers with a stream: send Accept: text/event-stream",
+            ));
+        };
+        // Subscribe before acknowledging, so nothing published after the
+        // acknowledgement is missed.
+        let mut changes = self.subscriptions.sender.subscribe();
+        let mut shutdown = self.shutdown.subscribe();
+        let tag = json!({ SUBSCRIPTION_ID: request.id });
+        let note = |method: &str, mut params: Map<String, Value>| {
+            params.insert("_meta".to_owned(), tag.clone());
+            jsonrpc::encode_notification(method, &Value::Object(params))
+        };
+        let mut ack = Map::new();
+        ack.insert("notifications".to_owned(), filter.acknowledged());
+        if out
+            .send(note("notifications/subscriptions/acknowledged", ack))
+            .await
+            .is_err()
+        {
+            return Ok(self.listen_result(request));
+        }
+        loop {
+            let messages = tokio::select! {
+                change = changes.recv() => match change {
+                    Ok(change) => filter
+                        .wants(&change)
+                        .map(|method| {
+                            let mut params = Map::new();
+                            if let ServerChange::ResourceUpdated(uri) = &change {
+                                params.insert("uri".to_owned(), json!(&**uri));
+                            }
+                            note(method, params)
+                        })
+                        .into_iter()
+                        .collect::<Vec<_>>(),
+                    // Missed some: say every list it watches may have changed.
+                    Err(broadcast::error::RecvError::Lagged(_)) => [
+                        ServerChange::ToolsListChanged,
+                        ServerChange::PromptsListChanged,
+                        ServerChange::ResourcesListChanged,
+                    ]
+                    .iter()
+                    .filter_map(|change| filter.wants(change))
+                    .map(|method| note(method, Map::new()))
+                    .collect(),
+                    Err(broadcast::error::RecvError::Closed) => break,
+                },
+                _ = shutdown.wait_for(|down| *down) => break,
+                () = out.closed() => break,
+            };
+            for message in messages {
+                if out.send(message).await.is_err() {
+                    return Ok(self.listen_result(request));
+                }
+            }
+        }
+        Ok(self.listen_result(request))
+    }
+
+    /// The `SubscriptionsListenResult` that ends a stream.
+    fn listen_result(&self, request: &Request) -> Reply {
+        let mut meta = serde_json::to_value(self.meta())
+            .ok()
+            .and_then(|meta| meta.as_object().cloned())
+            .unwrap_or_default();
+        meta.insert(SUBSCRIPTION_ID.to_owned(), request.id.clone());
+        Reply {
+            body: jsonrpc::encode_result(
+                &request.id,
+                &json!({ "resultType": "complete", "_meta": meta }),
+            ),
+            http_status: 200,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filter(notifications: Value) -> Result<Filter, RpcError> {
+        Filter::parse(
+            json!({ "notifications": notifications })
+                .as_object()
+                .unwrap(),
+        )
+    }
+
+    #[test]
+    fn filters_parse_and_choose() {
+        let f = filter(json!({"promptsListChanged": true, "resourceSubscriptions": ["a://x"]}))
+            .unwrap();
+        assert_eq!(f.wants(&ServerChange::ToolsListChanged), None);
+        assert_eq!(
+            f.wants(&ServerChange::PromptsListChanged),
+            Some("notifications/prompts/list_changed")
+        );
+        assert!(
+            f.wants(&ServerChange::ResourceUpdated("a://x".into()))
+                .is_some()
+        );
+        assert!(
+            f.wants(&ServerChange::ResourceUpdated("a://x/y".into()))
+                .is_some()
+        );
+        assert!(
+            f.wants(&ServerChange::ResourceUpdated("a://xy".into()))
+                .is_none()
+        );
+        assert_eq!(
+            f.acknowledged(),
+            json!({"promptsListChanged": true, "resourceSubscriptions": ["a://x"]})
+        );
+        assert!(Filter::parse(&Map::new()).is_err());
+        assert!(filter(json!({"toolsListChanged": "yes"})).is_err());
+        assert!(filter(json!({"resourceSubscriptions": [1]})).is_err());
+        assert_eq!(filter(json!({})).unwrap(), Filter::default());
+    }
+}

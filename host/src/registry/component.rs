@@ -1,0 +1,216 @@
+//! One component file: read, compiled (or taken from the compile cache),
+//! linked, and listed.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tracing::info;
+
+use super::cache::{CompileCache, Origin};
+use super::validate;
+use crate::runtime::{CallError, CheckedComponent, ListError, Listing, Runtime};
+
+/// A compiled, linked and listed component.
+pub(crate) struct Component {
+    pub(crate) path: PathBuf,
+    /// The file as it was when loaded, to tell whether it changed since.
+    pub(crate) stamp: FileStamp,
+    pub(crate) checked: CheckedComponent,
+    /// What it serves (validated).
+    pub(crate) listing: Listing,
+}
+
+/// What identifies one version of a file without reading it: its size,
+/// modification time and (on Unix) inode. Replacing a file, in place or by
+/// renaming another over it, changes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FileStamp {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    inode: u64,
+}
+
+impl FileStamp {
+    /// The stamp of the file at `path` now.
+    pub(crate) fn of(path: &Path) -> std::io::Result<FileStamp> {
+        let meta = std::fs::metadata(path)?;
+        #[cfg(unix)]
+        let inode = std::os::unix::fs::MetadataExt::ino(&meta);
+        #[cfg(not(unix))]
+        let inode = 0;
+        Ok(FileStamp {
+            len: meta.len(),
+            modified: meta.modified().ok(),
+            inode,
+        })
+    }
+}
+
+impl Component {
+    /// Compiles (or loads from the cache), links and lists the component at
+    /// `path`. The error is the reason to skip it, for one log line.
+    pub(crate) async fn load(
+        runtime: &Arc<Runtime>,
+        path: &Path,
+        cache: Option<&CompileCache>,
+    ) -> Result<Component, String> {
+        let stamp = FileStamp::of(path).map_err(|err| format!("cannot read it: {err}"))?;
+        // Reading and compiling block for tens of milliseconds: keep them off
+        // the async worker threads.
+        let (compiled, origin) = {
+            let engine = runtime.engine().clone();
+            let cache = cache.cloned();
+            let path = path.to_owned();
+            // Keep the caller's subscriber and span for the cache's log lines.
+            let dispatch = tracing::dispatcher::get_default(|d| d.clone());
+            let span = tracing::Span::current();
+            tokio::task::spawn_blocking(move || {
+                tracing::dispatcher::with_default(&dispatch, || {
+                    span.in_scope(|| compile(&engine, &path, cache.as_ref()))
+                })
+            })
+            .await
+            .map_err(|err| format!("compiling it failed unexpectedly: {err}"))??
+        };
+        let pre = runtime
+            .linker()
+            .instantiate_pre(&compiled)
+            .map_err(|err| format!("it needs imports Airlock does not provide: {}", chain(&err)))?;
+        let (listing, checked) = runtime
+            .list_component(&pre, Arc::from(path))
+            .await
+            .map_err(list_failure)?;
+        validate::validate_listing(&listing)?;
+        let summary = summary(&listing);
+        match origin {
+            Origin::Cache => {
+                info!(file = %path.display(), serves = %summary, "loaded component (from cache)")
+            }
+            Origin::Compiled { millis } => info!(
+                file = %path.display(),
+                serves = %summary,
+                "loaded component (compiled in {millis} ms)"
+            ),
+        }
+        Ok(Component {
+            path: path.to_owned(),
+            stamp,
+            checked,
+            listing,
+        })
+    }
+
+    /// Lists this component again (it reported a change), keeping its
+    /// compiled code.
+    pub(crate) async fn relist(&self, runtime: &Runtime) -> Result<Component, String> {
+        let (listing, checked) = runtime
+            .list_component(self.checked.instance_pre(), self.checked.source().clone())
+            .await
+            .map_err(list_failure)?;
+        validate::validate_listing(&listing)?;
+        Ok(Component {
+            path: self.path.clone(),
+            stamp: self.stamp.clone(),
+            checked,
+            listing,
+        })
+    }
+}
+
+/// What a component serves, for its log line.
+fn summary(listing: &Listing) -> String {
+    let mut parts = Vec::new();
+    let names = |kind: &str, names: Vec<&str>| {
+        (!names.is_empty()).then(|| format!("{kind} {}", names.join(", ")))
+    };
+    parts.extend(names(
+        "tools",
+        listing.tools.iter().map(|t| t.name.as_str()).collect(),
+    ));
+    parts.extend(names(
+        "prompts",
+        listing.prompts.iter().map(|p| p.name.as_str()).collect(),
+    ));
+    parts.extend(names(
+        "resources",
+        listing.resources.iter().map(|r| r.uri.as_str()).collect(),
+    ));
+    parts.extend(names(
+        "templates",
+        listing
+            .templates
+            .iter()
+            .map(|t| t.uri_template.as_str())
+            .collect(),
+    ));
+    parts.join("; ")
+}
+
+fn list_failure(failure: ListError) -> String {
+    match failure.stderr {
+        Some(stderr) => format!(
+            "listing it failed: {} (stderr: {stderr})",
+            describe(&failure.error)
+        ),
+        None => format!("listing it failed: {}", describe(&failure.error)),
+    }
+}
+/// Reads and compiles one file (blocking).
+fn compile(
+    engine: &wasmtime::Engine,
+    path: &Path,
+    cache: Option<&CompileCache>,
+) -> Result<(wasmtime::component::Component, Origin), String> {
+    let wasm = std::fs::read(path).map_err(|err| format!("cannot read it: {err}"))?;
+    check_header(&wasm)?;
+    match cache {
+        Some(cache) => cache
+            .load_or_compile(engine, &wasm, path)
+            .map_err(|err| format!("it fails to compile: {err:#}")),
+        None => {
+            let started = std::time::Instant::now();
+            let component = wasmtime::component::Component::new(engine, &wasm)
+                .map_err(|err| format!("it fails to compile: {}", chain(&err)))?;
+            let millis = started.elapsed().as_millis();
+            Ok((component, Origin::Compiled { millis }))
+        }
+    }
+}
+
+/// Tells a component from a core module (or anything else) by its header,
+/// for a clearer message than the parser's.
+pub(super) fn check_header(wasm: &[u8]) -> Result<(), String> {
+    const MAGIC: &[u8] = b"\0asm";
+    const CORE_MODULE: [u8; 4] = [1, 0, 0, 0];
+    const COMPONENT: [u8; 4] = [0x0d, 0, 1, 0];
+    if wasm.len() < 8 || &wasm[..4] != MAGIC {
+        return Err("it is not a WebAssembly file".to_owned());
+    }
+    match wasm[4..8].try_into() {
+        Ok(CORE_MODULE) => Err(
+            "it is a core WebAssembly module, not a component (build for the wasm32-wasip2 target, or wrap it with `wasm-tools component new`)"
+                .to_owned(),
+        ),
+        // Other versions of the component layer: let wasmtime say what it thinks.
+        Ok(COMPONENT) | Ok(_) => Ok(()),
+        Err(_) => unreachable!("slice of length 4"),
+    }
+}
+
+/// A wasmtime error and its causes on one line.
+fn chain(err: &wasmtime::Error) -> String {
+    err.chain()
+        .map(|cause| cause.to_string())
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
+/// A call error with its detail, for the log.
+fn describe(err: &CallError) -> String {
+    match err {
+        CallError::Trapped { detail } | CallError::Instantiate { detail } => {
+            format!("{err}: {detail}")
+        }
+        other => other.to_string(),
+    }
+}

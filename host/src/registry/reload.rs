@@ -1,0 +1,129 @@
+//! Watching the tools directory for added, replaced and removed components.
+//!
+//! The directory is polled: every interval, the names, sizes, modification
+//! times and inodes of its `*.wasm` files are read (no file is opened). A
+//! change is acted on once two polls in a row agree, so a file that is still
+//! being copied is not loaded half-written; copying to a temporary name and
+//! renaming it into place is still the safest way to publish a component.
+//! Polling works the same on every file system, including network and
+//! container mounts where change events are unreliable, and costs one
+//! directory listing per interval.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::component::FileStamp;
+use super::wasm_files;
+
+/// The state of every `*.wasm` file in a directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirectoryStamp(Vec<(PathBuf, Option<FileStamp>)>);
+
+impl DirectoryStamp {
+    /// Reads the directory now; `None` if it cannot be read.
+    pub fn read(dir: &Path) -> Option<DirectoryStamp> {
+        let files = wasm_files(dir).ok()?;
+        Some(DirectoryStamp(
+            files
+                .into_iter()
+                .map(|path| {
+                    let stamp = FileStamp::of(&path).ok();
+                    (path, stamp)
+                })
+                .collect(),
+        ))
+    }
+}
+
+/// Polls a directory and tells when its components changed.
+pub struct Watcher {
+    dir: PathBuf,
+    loaded: Option<DirectoryStamp>,
+    pending: Option<Option<DirectoryStamp>>,
+    ticker: tokio::time::Interval,
+}
+
+impl Watcher {
+    /// Starts watching `dir` as it is now, polling every `interval`.
+    pub fn new(dir: PathBuf, interval: Duration) -> Watcher {
+        let loaded = DirectoryStamp::read(&dir);
+        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Watcher {
+            dir,
+            loaded,
+            pending: None,
+            ticker,
+        }
+    }
+
+    /// Resolves once the directory has changed and the change has held
+    /// still for one interval. Cancel-safe.
+    pub async fn changed(&mut self) {
+        loop {
+            self.ticker.tick().await;
+            let dir = self.dir.clone();
+            let now = tokio::task::spawn_blocking(move || DirectoryStamp::read(&dir))
+                .await
+                .ok()
+                .flatten();
+            if now == self.loaded {
+                self.pending = None;
+            } else if self.pending.as_ref() == Some(&now) {
+                self.loaded = now;
+                self.pending = None;
+                return;
+            } else {
+                self.pending = Some(now);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps_see_added_replaced_and_removed_files() {
+        let dir = std::env::temp_dir().join(format!("airlock-stamp-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let empty = DirectoryStamp::read(&dir).unwrap();
+        std::fs::write(dir.join("notes.txt"), "ignored").unwrap();
+        assert_eq!(DirectoryStamp::read(&dir).unwrap(), empty);
+        std::fs::write(dir.join("a.wasm"), "one").unwrap();
+        let one = DirectoryStamp::read(&dir).unwrap();
+        assert_ne!(one, empty);
+        std::fs::write(dir.join("b.wasm"), "two!").unwrap();
+        std::fs::rename(dir.join("b.wasm"), dir.join("a.wasm")).unwrap();
+        let replaced = DirectoryStamp::read(&dir).unwrap();
+        assert_ne!(replaced, one);
+        std::fs::remove_file(dir.join("a.wasm")).unwrap();
+        assert_eq!(DirectoryStamp::read(&dir).unwrap(), empty);
+        assert!(DirectoryStamp::read(&dir.join("missing")).is_none());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_change_is_reported_once_it_holds_still() {
+        let dir = std::env::temp_dir().join(format!("airlock-watch-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut watcher = Watcher::new(dir.clone(), Duration::from_millis(20));
+        let quiet = tokio::time::timeout(Duration::from_millis(150), watcher.changed()).await;
+        assert!(quiet.is_err(), "nothing changed yet");
+        std::fs::write(dir.join("a.wasm"), "one").unwrap();
+        let started = std::time::Instant::now();
+        tokio::time::timeout(Duration::from_secs(5), watcher.changed())
+            .await
+            .expect("the new file is seen");
+        assert!(
+            started.elapsed() >= Duration::from_millis(20),
+            "waited for a second look"
+        );
+        let again = tokio::time::timeout(Duration::from_millis(150), watcher.changed()).await;
+        assert!(again.is_err(), "one change, one report");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
