@@ -440,7 +440,7 @@ impl InputRequired {
     }
 
     /// Carries `state`, serialized as JSON, to the next round, where
-    /// [`Call::state`](crate::Call::state) reads it back. The host seals it:
+    /// [`Inputs::state`](crate::Inputs::state) reads it back. The host seals it:
     /// the client can neither read nor alter it.
     ///
     /// # Panics
@@ -454,7 +454,7 @@ impl InputRequired {
     }
 
     /// Carries these raw bytes to the next round
-    /// ([`Call::state_bytes`](crate::Call::state_bytes)).
+    /// ([`Inputs::state_bytes`](crate::Inputs::state_bytes)).
     pub fn state_bytes(mut self, bytes: Vec<u8>) -> Self {
         self.state = Some(bytes);
         self

@@ -1,7 +1,9 @@
-//! Write MCP tools for Airlock as WebAssembly components.
+//! Write MCP tools, prompts and resources for Airlock as WebAssembly
+//! components.
 //!
-//! A tool component is a `cdylib` crate that implements [`Tools`] for one type
-//! and hands that type to [`export!`]. Build it with
+//! A component is a `cdylib` crate that implements [`Tools`] (and, if it
+//! wants, [`Prompts`], [`Resources`] and [`Completions`]) for a type and
+//! hands it to [`export!`]. Build it with
 //! `cargo build --release --target wasm32-wasip2` and drop the resulting
 //! `.wasm` into Airlock's tools directory.
 //!
@@ -14,12 +16,16 @@
 //!   its model, its roots) and carrying the tool's own state.
 //! * When the client has answered, it calls the tool again. Airlock runs that
 //!   retry in a **fresh instance**: globals are gone, and all the tool knows is
-//!   the arguments, the answers ([`Call::elicitation`], [`Call::sampling`],
-//!   [`Call::roots`]) and the state it returned last time ([`Call::state`]).
+//!   the arguments, the answers ([`Inputs::elicitation`], [`Inputs::sampling`],
+//!   [`Inputs::roots`]) and the state it returned last time ([`Inputs::state`]).
 //!   The host seals the state, so the client can neither read nor change it.
+//! * Prompts ([`Prompts::get`], a [`PromptRequest`]) and resource reads
+//!   ([`Resources::read`], a [`ResourceRead`]) run in rounds the same way:
+//!   [`Call`], [`PromptRequest`] and [`ResourceRead`] all dereference to the
+//!   same [`Inputs`], and [`InputRequired`] converts into each outcome.
 //!
-//! Tools can also write to the log ([`log`]) and report [`progress`] while
-//! they run.
+//! Components can also write to the log ([`log`]), report [`progress`] while
+//! they run, and report changes of their lists ([`notify`]).
 //!
 //! # At a glance
 //!
@@ -28,12 +34,17 @@
 //! | describe a tool | [`Tool::new`]`(name, description).input_schema(json!(…))`, hints such as [`Tool::read_only`] |
 //! | read the arguments | [`Call::args`]`::<T>()`; its [`Error`] becomes an `is_error` result with `?` |
 //! | finish | [`Outcome::text`], [`Outcome::error`], [`Outcome::json`], or a [`CallResult`] built with `with_*` (images, audio, resource links, embedded resources, structured content) |
-//! | ask the user | [`InputRequired::elicit_form`], [`InputRequired::elicit_url`]; read the answer with [`Call::elicitation`] and [`ElicitationResponse::accepted_content`] |
-//! | ask the client's model | [`InputRequired::sample`] with a [`SamplingRequest`]; read [`Call::sampling`] and [`SamplingResponse::text`] |
-//! | ask for roots | [`InputRequired::list_roots`]; read [`Call::roots`] |
-//! | carry state | [`InputRequired::state`] (JSON) or [`InputRequired::state_bytes`]; read [`Call::state`]; [`Outcome::continue_with`] for a state-only round |
-//! | check what the client can answer | [`Call::client`]`.can_elicit_form()`, `can_elicit_url()`, `can_sample()`, `can_sample_with_tools()`, `can_list_roots()` |
+//! | ask the user | [`InputRequired::elicit_form`], [`InputRequired::elicit_url`]; read the answer with [`Inputs::elicitation`] and [`ElicitationResponse::accepted_content`] |
+//! | ask the client's model | [`InputRequired::sample`] with a [`SamplingRequest`]; read [`Inputs::sampling`] and [`SamplingResponse::text`] |
+//! | ask for roots | [`InputRequired::list_roots`]; read [`Inputs::roots`] |
+//! | carry state | [`InputRequired::state`] (JSON) or [`InputRequired::state_bytes`]; read [`Inputs::state`]; [`Outcome::continue_with`] for a state-only round |
+//! | check what the client can answer | [`Inputs::client`]`.can_elicit_form()`, `can_elicit_url()`, `can_sample()`, `can_sample_with_tools()`, `can_list_roots()` |
 //! | log, report progress | [`log::info`] and friends, [`progress`] |
+//! | offer prompts | [`Prompt::new`]`(name, description).required_argument(…)`; read [`PromptRequest::argument`]; finish with [`PromptResult::new`]`().user(…)` or [`PromptOutcome::text`] |
+//! | offer resources | [`Resource::new`]`(uri, name).mime_type(…)`, [`ResourceTemplate::new`]; read [`ResourceRead::uri`], [`ResourceRead::variable`]; finish with [`ResourceContents::text`] / [`ResourceContents::blob`] or [`ReadOutcome::NotFound`] |
+//! | complete arguments | [`Completion::new`]`(values)` (capped at 100), [`Completion::matching`]`(candidates, typed)` |
+//! | report a changed list or resource | [`notify::list_changed`]`(ListKind::Tools)`, [`notify::resource_updated`]`(uri)` |
+//! | export | [`export!`]`(MyTools)`, or `export! { tools: T, prompts: P, resources: R, completions: C }` |
 //!
 //! # Example
 //!
@@ -107,8 +118,10 @@
 //!
 //! Everything except the host imports is plain Rust, so tool logic can be unit
 //! tested with `cargo test` on the build machine: build a [`Call`] with
-//! [`Call::new`] (and [`Call::with_round`] for later rounds) and inspect the
-//! [`Outcome`]. Outside WebAssembly, [`log`] and [`progress`] print to stderr.
+//! [`Call::new`] (and [`Call::with_round`] or [`Call::retry`] for later
+//! rounds) and inspect the [`Outcome`]; likewise [`PromptRequest::new`],
+//! [`ResourceRead::new`] and [`CompletionRequest::for_prompt`]. Outside
+//! WebAssembly, [`log`], [`progress`] and [`notify`] print to stderr.
 
 #![warn(missing_docs)]
 
@@ -116,31 +129,52 @@
 pub mod bindings;
 mod builders;
 mod call;
+mod completions;
 mod error;
+mod inputs;
 pub mod log;
+pub mod notify;
 mod outcome;
+mod prompts;
+mod resources;
 
 pub use call::Call;
+pub use completions::MAX_COMPLETION_VALUES;
 pub use error::Error;
+pub use inputs::Inputs;
 pub use log::progress;
 pub use outcome::Outcome;
+pub use prompts::PromptRequest;
+pub use resources::ResourceRead;
 /// The `serde_json` crate, re-exported for [`serde_json::Value`] and friends.
 pub use serde_json;
 /// Builds a [`serde_json::Value`] from JSON-like syntax; handy for schemas.
 pub use serde_json::json;
 pub use types::{
-    CallResult, ContentBlock, ElicitationAction, ElicitationResponse, EmbeddedResource,
-    InputRequired, ModelPreferences, ResourceLink, Root, SamplingMessage, SamplingRequest,
-    SamplingResponse, Tool, ToolAnnotations,
+    CallResult, Completion, CompletionRequest, ContentBlock, ElicitationAction,
+    ElicitationResponse, EmbeddedResource, InputRequired, ModelPreferences, Prompt, PromptArgument,
+    PromptMessage, PromptOutcome, PromptResult, ReadOutcome, Resource, ResourceContents,
+    ResourceLink, ResourceTemplate, Root, SamplingMessage, SamplingRequest, SamplingResponse, Tool,
+    ToolAnnotations,
 };
 
-/// Every type of the Airlock WIT contract (`airlock:mcp/types`).
+/// Every type of the Airlock WIT contract (`airlock:mcp/types`, and the
+/// records of the `prompts`, `resources` and `completions` interfaces).
 ///
 /// The most common ones are also re-exported at the crate root. All of them
 /// are plain data with public fields; the SDK adds builder methods to the
-/// ones a tool usually constructs.
+/// ones a component usually constructs.
 pub mod types {
     pub use crate::bindings::airlock::mcp::types::*;
+    pub use crate::bindings::exports::airlock::mcp::completions::{
+        Completion, CompletionRequest, CompletionTarget,
+    };
+    pub use crate::bindings::exports::airlock::mcp::prompts::{
+        Prompt, PromptArgument, PromptMessage, PromptOutcome, PromptResult,
+    };
+    pub use crate::bindings::exports::airlock::mcp::resources::{
+        ReadOutcome, Resource, ResourceTemplate, TemplateMatch,
+    };
 }
 
 /// The tools of one component.
@@ -151,8 +185,10 @@ pub mod types {
 pub trait Tools {
     /// Describes every tool of the component.
     ///
-    /// Called once, when Airlock loads the component. It must always return
-    /// the same list and must not depend on anything but the component.
+    /// Called when Airlock loads the component, and again after the
+    /// component reports a change with
+    /// [`notify::list_changed`]`(ListKind::Tools)`. It must not depend on
+    /// anything but the component and what the change depends on.
     fn list() -> Vec<Tool>;
 
     /// Runs one round of a call of one of the tools of [`Tools::list`].
@@ -161,10 +197,72 @@ pub trait Tools {
     fn call(call: Call) -> Outcome;
 }
 
-/// Exports a [`Tools`] implementation as the component's `tools` interface.
+/// The prompts of one component (MCP `prompts/list`, `prompts/get`).
+///
+/// Like [`Tools`], associated functions only. Pass the type to [`export!`]
+/// under the `prompts` key.
+pub trait Prompts {
+    /// Describes every prompt of the component ([`Prompt::new`]). Called
+    /// when Airlock loads the component, and again after
+    /// [`notify::list_changed`]`(ListKind::Prompts)`.
+    fn list() -> Vec<Prompt>;
+
+    /// Renders one round of prompt [`PromptRequest::name`] (one of
+    /// [`Prompts::list`]). Every required argument is present.
+    ///
+    /// Returns the messages ([`PromptResult`], or [`PromptOutcome::text`]),
+    /// an [`InputRequired`] (`.into()`) to ask the client first, exactly as
+    /// a tool does, or [`PromptOutcome::invalid_arguments`]. Each round runs
+    /// in a fresh instance.
+    fn get(request: PromptRequest) -> PromptOutcome;
+}
+
+/// The resources of one component (MCP `resources/list`,
+/// `resources/templates/list`, `resources/read`).
+///
+/// Like [`Tools`], associated functions only. Pass the type to [`export!`]
+/// under the `resources` key.
+pub trait Resources {
+    /// Describes every fixed resource of the component ([`Resource::new`]).
+    /// None unless overridden.
+    fn list() -> Vec<Resource> {
+        Vec::new()
+    }
+
+    /// Describes every resource template of the component
+    /// ([`ResourceTemplate::new`]). None unless overridden.
+    fn templates() -> Vec<ResourceTemplate> {
+        Vec::new()
+    }
+
+    /// Reads one round of [`ResourceRead::uri`]: a listed resource, or a URI
+    /// matching one of [`Resources::templates`] ([`ResourceRead::template`]
+    /// and [`ResourceRead::variable`] tell which, and the values).
+    ///
+    /// Returns the contents ([`ResourceContents`], `.into()`), an
+    /// [`InputRequired`] (`.into()`), or [`ReadOutcome::NotFound`]. Each
+    /// round runs in a fresh instance.
+    fn read(read: ResourceRead) -> ReadOutcome;
+}
+
+/// Argument completion for the prompts and resource templates of one
+/// component (MCP `completion/complete`).
+///
+/// Pass the type to [`export!`] under the `completions` key.
+pub trait Completions {
+    /// Suggests values for one argument ([`Completion::new`],
+    /// [`Completion::matching`]). Called only for prompts and templates the
+    /// component lists.
+    fn complete(request: CompletionRequest) -> Completion;
+}
+
+/// Exports the component's tools, prompts, resources and completions.
 ///
 /// Use it exactly once per component crate, at the top level. It generates
-/// the component's exports; nothing else is needed.
+/// the component's exports (the WIT world `server`); nothing else is needed.
+///
+/// **Tools only.** Pass the [`Tools`] type; the component then offers no
+/// prompts, no resources and empty completions:
 ///
 /// ```no_run
 /// use airlock_guest::{Call, Outcome, Tool, Tools};
@@ -186,15 +284,127 @@ pub trait Tools {
 ///
 /// airlock_guest::export!(Clock);
 /// ```
+///
+/// **Any subset, by name.** Keys `tools`, `prompts`, `resources` and
+/// `completions`, each optional and given at most once, in any order; the
+/// ones left out offer nothing. One type may implement several traits:
+///
+/// ```no_run
+/// use airlock_guest::{
+///     Completion, CompletionRequest, Completions, Prompt, PromptOutcome, PromptRequest,
+///     Prompts, ReadOutcome, Resource, ResourceContents, ResourceRead, Resources,
+/// };
+///
+/// struct Notes;
+///
+/// impl Prompts for Notes {
+///     fn list() -> Vec<Prompt> {
+///         vec![Prompt::new("summarize_note", "Summarizes a note.").required_argument("id", "The note.")]
+///     }
+///
+///     fn get(request: PromptRequest) -> PromptOutcome {
+///         match request.argument("id") {
+///             Some(id) => PromptOutcome::text(format!("Summarize note {id}.")),
+///             None => PromptOutcome::invalid_arguments("which note?"),
+///         }
+///     }
+/// }
+///
+/// impl Resources for Notes {
+///     fn list() -> Vec<Resource> {
+///         vec![Resource::new("notes://today", "today").mime_type("text/plain")]
+///     }
+///
+///     fn read(read: ResourceRead) -> ReadOutcome {
+///         match read.uri() {
+///             "notes://today" => ResourceContents::text(read.uri(), "Buy milk.")
+///                 .mime_type("text/plain")
+///                 .into(),
+///             _ => ReadOutcome::NotFound,
+///         }
+///     }
+/// }
+///
+/// impl Completions for Notes {
+///     fn complete(request: CompletionRequest) -> Completion {
+///         Completion::matching(["today", "tomorrow"], request.value())
+///     }
+/// }
+///
+/// // No tools: the key is left out.
+/// airlock_guest::export! {
+///     prompts: Notes,
+///     resources: Notes,
+///     completions: Notes,
+/// }
+/// ```
+///
+/// A key other than those four does not compile:
+///
+/// ```compile_fail
+/// # use airlock_guest::{Call, Outcome, Tool, Tools};
+/// # struct Clock;
+/// # impl Tools for Clock {
+/// #     fn list() -> Vec<Tool> { Vec::new() }
+/// #     fn call(call: Call) -> Outcome { Outcome::unknown_tool(call.name()) }
+/// # }
+/// airlock_guest::export! { tool: Clock }
+/// ```
 #[macro_export]
 macro_rules! export {
-    ($tools:ty) => {
-        const _: () = {
-            struct AirlockToolsExport;
+    () => {
+        $crate::__export_components! {
+            [$crate::__private::Nothing]
+            [$crate::__private::Nothing]
+            [$crate::__private::Nothing]
+            [$crate::__private::Nothing]
+        }
+    };
+    ($($key:ident : $component:ty),+ $(,)?) => {
+        $crate::__export_components! {
+            [$crate::__private::Nothing]
+            [$crate::__private::Nothing]
+            [$crate::__private::Nothing]
+            [$crate::__private::Nothing]
+            $($key : $component,)+
+        }
+    };
+    ($tools:ty $(,)?) => {
+        $crate::export! { tools: $tools }
+    };
+}
 
-            impl $crate::__private::Guest for AirlockToolsExport {
+/// Support for [`export!`]: sorts the named components into the four slots
+/// (tools, prompts, resources, completions), then generates the exports.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __export_components {
+    ([$t:ty] [$p:ty] [$r:ty] [$c:ty] tools : $v:ty, $($rest:tt)*) => {
+        $crate::__export_components! { [$v] [$p] [$r] [$c] $($rest)* }
+    };
+    ([$t:ty] [$p:ty] [$r:ty] [$c:ty] prompts : $v:ty, $($rest:tt)*) => {
+        $crate::__export_components! { [$t] [$v] [$r] [$c] $($rest)* }
+    };
+    ([$t:ty] [$p:ty] [$r:ty] [$c:ty] resources : $v:ty, $($rest:tt)*) => {
+        $crate::__export_components! { [$t] [$p] [$v] [$c] $($rest)* }
+    };
+    ([$t:ty] [$p:ty] [$r:ty] [$c:ty] completions : $v:ty, $($rest:tt)*) => {
+        $crate::__export_components! { [$t] [$p] [$r] [$v] $($rest)* }
+    };
+    ([$t:ty] [$p:ty] [$r:ty] [$c:ty] $other:ident : $($rest:tt)*) => {
+        ::core::compile_error!(::core::concat!(
+            "airlock_guest::export!: unknown key `",
+            ::core::stringify!($other),
+            "`; the keys are tools, prompts, resources and completions"
+        ));
+    };
+    ([$t:ty] [$p:ty] [$r:ty] [$c:ty]) => {
+        const _: () = {
+            struct AirlockExport;
+
+            impl $crate::__private::ToolsGuest for AirlockExport {
                 fn list_tools() -> ::std::vec::Vec<$crate::types::Tool> {
-                    $crate::__private::list_tools::<$tools>()
+                    $crate::__private::list_tools::<$t>()
                 }
 
                 fn call_tool(
@@ -202,13 +412,49 @@ macro_rules! export {
                     arguments: ::std::string::String,
                     round: $crate::types::Round,
                 ) -> $crate::types::CallOutcome {
-                    $crate::__private::call_tool::<$tools>(name, arguments, round)
+                    $crate::__private::call_tool::<$t>(name, arguments, round)
                 }
             }
 
-            $crate::bindings::__export_tool_provider!(
-                AirlockToolsExport with_types_in $crate::bindings
-            );
+            impl $crate::__private::PromptsGuest for AirlockExport {
+                fn list_prompts() -> ::std::vec::Vec<$crate::types::Prompt> {
+                    $crate::__private::list_prompts::<$p>()
+                }
+
+                fn get_prompt(
+                    name: ::std::string::String,
+                    arguments: ::std::vec::Vec<(::std::string::String, ::std::string::String)>,
+                    round: $crate::types::Round,
+                ) -> $crate::types::PromptOutcome {
+                    $crate::__private::get_prompt::<$p>(name, arguments, round)
+                }
+            }
+
+            impl $crate::__private::ResourcesGuest for AirlockExport {
+                fn list_resources() -> ::std::vec::Vec<$crate::types::Resource> {
+                    $crate::__private::list_resources::<$r>()
+                }
+
+                fn list_resource_templates() -> ::std::vec::Vec<$crate::types::ResourceTemplate> {
+                    $crate::__private::list_resource_templates::<$r>()
+                }
+
+                fn read_resource(
+                    uri: ::std::string::String,
+                    template: ::std::option::Option<$crate::types::TemplateMatch>,
+                    round: $crate::types::Round,
+                ) -> $crate::types::ReadOutcome {
+                    $crate::__private::read_resource::<$r>(uri, template, round)
+                }
+            }
+
+            impl $crate::__private::CompletionsGuest for AirlockExport {
+                fn complete(request: $crate::types::CompletionRequest) -> $crate::types::Completion {
+                    $crate::__private::complete::<$c>(request)
+                }
+            }
+
+            $crate::bindings::__export_server!(AirlockExport with_types_in $crate::bindings);
         };
     };
 }
@@ -216,9 +462,53 @@ macro_rules! export {
 /// Support code for [`export!`]; not part of the public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::bindings::exports::airlock::mcp::tools::Guest;
-    use crate::types::{CallOutcome, Round, Tool};
-    use crate::{Call, Tools};
+    pub use crate::bindings::exports::airlock::mcp::completions::Guest as CompletionsGuest;
+    pub use crate::bindings::exports::airlock::mcp::prompts::Guest as PromptsGuest;
+    pub use crate::bindings::exports::airlock::mcp::resources::Guest as ResourcesGuest;
+    pub use crate::bindings::exports::airlock::mcp::tools::Guest as ToolsGuest;
+    use crate::types::{
+        CallOutcome, Completion, CompletionRequest, Prompt, PromptOutcome, ReadOutcome, Resource,
+        ResourceTemplate, Round, TemplateMatch, Tool,
+    };
+    use crate::{
+        Call, Completions, Outcome, PromptRequest, Prompts, ResourceRead, Resources, Tools,
+    };
+
+    /// What [`export!`](crate::export) exports for a key left out: no
+    /// tools, no prompts, no resources, empty completions.
+    pub struct Nothing;
+
+    impl Tools for Nothing {
+        fn list() -> Vec<Tool> {
+            Vec::new()
+        }
+
+        fn call(call: Call) -> Outcome {
+            Outcome::unknown_tool(call.name())
+        }
+    }
+
+    impl Prompts for Nothing {
+        fn list() -> Vec<Prompt> {
+            Vec::new()
+        }
+
+        fn get(request: PromptRequest) -> PromptOutcome {
+            PromptOutcome::unknown_prompt(request.name())
+        }
+    }
+
+    impl Resources for Nothing {
+        fn read(_: ResourceRead) -> ReadOutcome {
+            ReadOutcome::NotFound
+        }
+    }
+
+    impl Completions for Nothing {
+        fn complete(_: CompletionRequest) -> Completion {
+            Completion::empty()
+        }
+    }
 
     /// The `list-tools` export of a [`Tools`] type.
     pub fn list_tools<T: Tools>() -> Vec<Tool> {
@@ -228,5 +518,43 @@ pub mod __private {
     /// The `call-tool` export of a [`Tools`] type.
     pub fn call_tool<T: Tools>(name: String, arguments: String, round: Round) -> CallOutcome {
         T::call(Call::from_parts(name, arguments, round)).into()
+    }
+
+    /// The `list-prompts` export of a [`Prompts`] type.
+    pub fn list_prompts<T: Prompts>() -> Vec<Prompt> {
+        T::list()
+    }
+
+    /// The `get-prompt` export of a [`Prompts`] type.
+    pub fn get_prompt<T: Prompts>(
+        name: String,
+        arguments: Vec<(String, String)>,
+        round: Round,
+    ) -> PromptOutcome {
+        T::get(PromptRequest::from_parts(name, arguments, round))
+    }
+
+    /// The `list-resources` export of a [`Resources`] type.
+    pub fn list_resources<T: Resources>() -> Vec<Resource> {
+        T::list()
+    }
+
+    /// The `list-resource-templates` export of a [`Resources`] type.
+    pub fn list_resource_templates<T: Resources>() -> Vec<ResourceTemplate> {
+        T::templates()
+    }
+
+    /// The `read-resource` export of a [`Resources`] type.
+    pub fn read_resource<T: Resources>(
+        uri: String,
+        template: Option<TemplateMatch>,
+        round: Round,
+    ) -> ReadOutcome {
+        T::read(ResourceRead::from_parts(uri, template, round))
+    }
+
+    /// The `complete` export of a [`Completions`] type.
+    pub fn complete<T: Completions>(request: CompletionRequest) -> Completion {
+        T::complete(request)
     }
 }
