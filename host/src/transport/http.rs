@@ -264,11 +264,11 @@ async fn handle_post(State(app): State<Arc<App>>, request: axum::extract::Reques
         }
         Err(e) => return error_response(StatusCode::BAD_REQUEST, e.id.as_ref(), &e.error),
     };
-    // A listen request is a stream from its first message; other requests
-    // stream only if they asked for notifications.
+    // A listen request is a long-lived stream from its first message; other
+    // requests stream only if they asked for notifications.
+    let listening = request.method == "subscriptions/listen";
     let streaming = accepts_event_stream(&headers)
-        && (request.method == "subscriptions/listen"
-            || envelope::opts_in_to_notifications(&request.params));
+        && (listening || envelope::opts_in_to_notifications(&request.params));
     let server = app.server.clone();
     let run = move |notifier: Option<Notifier>| async move {
         let mirrored = MirroredHeaders {
@@ -284,7 +284,8 @@ async fn handle_post(State(app): State<Arc<App>>, request: axum::extract::Reques
         server.handle(&request, context, notifier.as_ref()).await
     };
     if streaming {
-        stream_or_reply(run).await
+        let keep_alive = listening.then_some(KEEP_ALIVE);
+        stream_or_reply(run, keep_alive).await
     } else {
         // Run on its own task so an idle worker can take it; aborted if the
         // client goes away (this future is dropped).
@@ -305,9 +306,17 @@ impl<T> Drop for AbortOnDrop<T> {
     }
 }
 
+/// How often an idle long-lived stream (`subscriptions/listen`) gets an SSE
+/// comment, so that proxies and clients do not take it for dead.
+const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// Answers with JSON if the call finishes before its first notification,
 /// otherwise with an SSE stream of the notifications and then the reply.
-async fn stream_or_reply<F>(call: impl FnOnce(Option<Notifier>) -> F) -> Response
+/// With `keep_alive`, an idle stream gets a comment line that often.
+async fn stream_or_reply<F>(
+    call: impl FnOnce(Option<Notifier>) -> F,
+    keep_alive: Option<std::time::Duration>,
+) -> Response
 where
     F: Future<Output = Reply> + Send + 'static,
 {
@@ -319,16 +328,22 @@ where
         reply = &mut call => match notes.try_recv() {
             Err(_) => return reply_response(reply),
             Ok(first) => {
-                let stream = EventStream { call: None, notes, reply: Some(reply.body), first: Some(first) };
+                let stream = EventStream { call: None, notes, reply: Some(reply.body), first: Some(first), keep_alive: None };
                 return sse_response(stream);
             }
         },
     };
+    let keep_alive = keep_alive.map(|period| {
+        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Box::pin(ticks)
+    });
     let stream = EventStream {
         call: Some(call),
         notes,
         reply: None,
         first,
+        keep_alive,
     };
     sse_response(stream)
 }
@@ -350,6 +365,7 @@ struct EventStream {
     notes: mpsc::Receiver<Vec<u8>>,
     reply: Option<Vec<u8>>,
     first: Option<Vec<u8>>,
+    keep_alive: Option<Pin<Box<tokio::time::Interval>>>,
 }
 
 fn event(message: Vec<u8>) -> Bytes {
@@ -374,10 +390,15 @@ impl Stream for EventStream {
             self.reply = Some(reply.body);
         }
         if self.call.is_some() {
-            return match self.notes.poll_recv(cx) {
-                Poll::Ready(Some(note)) => Poll::Ready(Some(Ok(event(note)))),
-                _ => Poll::Pending,
-            };
+            if let Poll::Ready(Some(note)) = self.notes.poll_recv(cx) {
+                return Poll::Ready(Some(Ok(event(note))));
+            }
+            if let Some(ticks) = self.keep_alive.as_mut()
+                && ticks.as_mut().poll_tick(cx).is_ready()
+            {
+                return Poll::Ready(Some(Ok(Bytes::from_static(b":\n\n"))));
+            }
+            return Poll::Pending;
         }
         if let Ok(note) = self.notes.try_recv() {
             return Poll::Ready(Some(Ok(event(note))));

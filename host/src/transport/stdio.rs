@@ -4,8 +4,9 @@
 //! writer task owns stdout, so concurrent replies never interleave within a
 //! line; logs go to stderr only. `notifications/cancelled` stops an in-flight
 //! request, which then gets no reply. On end of input Airlock stops reading,
-//! lets in-flight requests finish (each is bounded by the call deadline),
-//! writes their replies and exits.
+//! ends `subscriptions/listen` streams (with their final result), lets
+//! in-flight requests finish (each is bounded by the call deadline), writes
+//! their replies and exits.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -100,6 +101,7 @@ pub async fn serve_streams(
         // Reap finished tasks so the set does not grow without bound.
         while tasks.try_join_next().is_some() {}
     }
+    server.shut_down();
     while tasks.join_next().await.is_some() {}
     drop(out);
     writer.await.map_err(std::io::Error::other)?
