@@ -7,7 +7,8 @@
 //! The tool asks even when the client did not declare `sampling`: it cannot
 //! work without a model, and Airlock answers such a request with the MCP
 //! error -32021 that tells the client which capability is missing. A tool
-//! with a fallback would check [`Call::client`] first. See README.md.
+//! with a fallback would check
+//! [`Inputs::client`](airlock_guest::Inputs::client) first. See README.md.
 
 use airlock_guest::{
     Call, CallResult, Error, InputRequired, ModelPreferences, Outcome, SamplingRequest, Tool,
