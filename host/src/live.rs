@@ -2,7 +2,9 @@
 //! tools directory when its components change, and acting on the changes
 //! components report (`notify-list-changed`, `notify-resource-updated`).
 //!
-//! One task does both, one change at a time, so two updates can never race
+//! A component may report updates only of resources it serves (it lists
+//! them, or a read of them reaches it through its templates). One task does
+//! both, one change at a time, so two updates can never race
 //! to replace the registry. A reload that fails (two components now serve
 //! the same name) changes nothing: the server keeps serving the previous
 //! set and the log says why.
@@ -90,7 +92,18 @@ async fn reload(server: &Server, runtime: &Arc<Runtime>, options: &LiveOptions) 
 
 async fn apply(server: &Server, runtime: &Runtime, change: Change) {
     match change {
-        Change::ResourceUpdated { uri, .. } => server.resource_updated(&uri),
+        Change::ResourceUpdated { component, uri } => {
+            // Only the component a read of `uri` would reach may say it changed.
+            let served_by_it = server
+                .registry()
+                .resolve_resource(&uri)
+                .is_some_and(|(reader, _)| reader.source() == &*component);
+            if served_by_it {
+                server.resource_updated(&uri);
+            } else {
+                tracing::debug!(file = %component.display(), uri, "ignoring an update of a resource this component does not serve");
+            }
+        }
         Change::ListChanged { component, kind } => {
             let announce = match kind {
                 ListKind::Tools => ServerChange::ToolsListChanged,

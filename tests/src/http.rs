@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::client::{Exchange, McpClient};
 use crate::mcp::{PROTOCOL_VERSION, request};
+use crate::sse::SseStream;
 
 /// How long one HTTP exchange may take before the test fails.
 pub const HTTP_TIMEOUT: Duration = Duration::from_secs(60);
@@ -236,18 +237,35 @@ impl Http {
         h.set("Accept", "application/json, text/event-stream");
         h.set("MCP-Protocol-Version", PROTOCOL_VERSION);
         h.set("Mcp-Method", method);
-        if method == "tools/call" {
-            match params.get("name") {
-                Some(Value::String(name)) => {
-                    h.set("Mcp-Name", name);
-                }
-                Some(other) => {
-                    h.set("Mcp-Name", &other.to_string());
-                }
-                None => {}
+        // The methods that mirror a name (or URI) in `Mcp-Name`.
+        let mirrored = match method {
+            "tools/call" | "prompts/get" => Some("name"),
+            "resources/read" => Some("uri"),
+            _ => None,
+        };
+        match mirrored.and_then(|field| params.get(field)) {
+            Some(Value::String(name)) => {
+                h.set("Mcp-Name", name);
             }
+            Some(other) => {
+                h.set("Mcp-Name", &other.to_string());
+            }
+            None => {}
         }
         h
+    }
+
+    /// Sends request `method` with `params` and reads the response as a
+    /// stream of SSE events, as they arrive (for `subscriptions/listen`);
+    /// returns the id used and the open stream.
+    pub fn open_stream(&self, method: &str, params: Value) -> (Value, SseStream) {
+        let id = self.next_id();
+        let mut headers = self.headers_for(method, &params);
+        if let Some(token) = &self.bearer {
+            headers.set("Authorization", &format!("Bearer {token}"));
+        }
+        let body = request(id.clone(), method, params);
+        (id, SseStream::open(&self.url, &headers, &body))
     }
 
     /// POSTs `body` with exactly `headers` (plus the bearer token, if any).

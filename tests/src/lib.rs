@@ -6,15 +6,54 @@
 //! `scripts/test` does it.
 
 pub mod client;
+pub mod everything;
 pub mod flows;
 pub mod http;
 pub mod mcp;
 pub mod paths;
 pub mod server;
+pub mod sse;
 pub mod stdio;
+pub mod wait;
 
 pub use client::{Exchange, McpClient};
 pub use http::{Headers, Http, Reply, raw_http};
 pub use mcp::{ToolCall, all_caps, code, no_caps};
 pub use server::{Airlock, HttpServer, SAMPLE_TOOLS, SAMPLES, ToolsDir, run_airlock};
+pub use sse::{Next, SseStream, listen};
 pub use stdio::StdioServer;
+pub use wait::wait_until;
+
+/// Defines, for each `name: "component" => flow;`, a test `http::name` and a
+/// test `stdio::name` that start a server on a tools directory holding that
+/// component and run `flow` (a `fn(&dyn McpClient)`) against it. Paths are
+/// resolved in the calling module.
+#[macro_export]
+macro_rules! over_both_transports {
+    ($($name:ident: $component:literal => $flow:path;)*) => {
+        mod http {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[test]
+                fn $name() {
+                    let tools = $crate::ToolsDir::with(&[$component]);
+                    let server = $crate::Airlock::new(&tools).start_http();
+                    $flow(&server.client());
+                }
+            )*
+        }
+        mod stdio {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[test]
+                fn $name() {
+                    let tools = $crate::ToolsDir::with(&[$component]);
+                    let server = $crate::Airlock::new(&tools).start_stdio();
+                    $flow(&server);
+                }
+            )*
+        }
+    };
+}

@@ -13,6 +13,10 @@ pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 /// Result `_meta` key of the server identity.
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
+/// Notification `_meta` key tagging every notification of a listen stream
+/// with the listen request's id.
+pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
 /// Error codes.
 pub mod code {
     /// Not JSON.
@@ -64,6 +68,47 @@ pub fn with_meta(params: Value, caps: Value) -> Value {
     }
     params.insert("_meta".into(), Value::Object(m));
     Value::Object(params)
+}
+
+/// `subscriptions/listen` params asking for `notifications` (the filter,
+/// e.g. `{"toolsListChanged": true}`), with a `_meta` declaring no
+/// capabilities.
+pub fn listen_params(notifications: Value) -> Value {
+    with_meta(json!({ "notifications": notifications }), no_caps())
+}
+
+/// The retry of any multi-round request (`tools/call`, `prompts/get`,
+/// `resources/read`) for an `input_required` result: the same `params`,
+/// with `responses` as `inputResponses` (none if `Value::Null`) and the
+/// result's `requestState` echoed.
+pub fn retry_params(params: &Value, input_required: &Value, responses: Value) -> Value {
+    let Value::Object(mut object) = params.clone() else {
+        panic!("params must be an object, got {params}");
+    };
+    object.remove("inputResponses");
+    object.remove("requestState");
+    if !responses.is_null() {
+        object.insert("inputResponses".into(), responses);
+    }
+    if let Some(state) = input_required.get("requestState") {
+        object.insert("requestState".into(), state.clone());
+    }
+    Value::Object(object)
+}
+
+/// Asserts `note` is a notification `method` (no id) tagged with the
+/// subscription id `id` (`params._meta["io.modelcontextprotocol/subscriptionId"]`);
+/// returns its params.
+#[track_caller]
+pub fn assert_subscription_note<'a>(note: &'a Value, method: &str, id: &Value) -> &'a Value {
+    assert_eq!(note["jsonrpc"], "2.0", "{note}");
+    assert_eq!(note["method"], method, "expected {method}, got {note}");
+    assert!(note.get("id").is_none(), "a notification has no id: {note}");
+    assert_eq!(
+        note["params"]["_meta"][META_SUBSCRIPTION_ID], *id,
+        "the notification must carry the listen request's id as its subscriptionId: {note}"
+    );
+    &note["params"]
 }
 
 /// A full JSON-RPC request.

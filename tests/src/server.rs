@@ -74,11 +74,32 @@ impl ToolsDir {
         self.add_as(name, &format!("{}.wasm", name.replace('-', "_")))
     }
 
-    /// Copies component `name` in as `file_name`.
+    /// Copies component `name` in as `file_name` (overwriting it in place if
+    /// it exists).
     pub fn add_as(&self, name: &str, file_name: &str) -> &Self {
         let from = component(name);
         fs::copy(&from, self.path().join(file_name))
             .unwrap_or_else(|e| panic!("copy {} into the tools dir: {e}", from.display()));
+        self
+    }
+
+    /// Publishes component `name` as `file_name` the safe way for a
+    /// running server: copied to a temporary name the server ignores (not
+    /// `*.wasm`), then renamed over `file_name` in one step.
+    pub fn publish_as(&self, name: &str, file_name: &str) -> &Self {
+        let from = component(name);
+        let temporary = self.path().join(format!(".{file_name}.partial"));
+        fs::copy(&from, &temporary)
+            .unwrap_or_else(|e| panic!("copy {} into the tools dir: {e}", from.display()));
+        fs::rename(&temporary, self.path().join(file_name))
+            .unwrap_or_else(|e| panic!("rename {} into place: {e}", temporary.display()));
+        self
+    }
+
+    /// Removes `file_name`.
+    pub fn remove(&self, file_name: &str) -> &Self {
+        fs::remove_file(self.path().join(file_name))
+            .unwrap_or_else(|e| panic!("remove {file_name} from the tools dir: {e}"));
         self
     }
 
@@ -452,5 +473,20 @@ impl HttpServer {
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         self.proc.try_wait().is_none()
+    }
+
+    /// Asks the server to shut down gracefully, as a service manager does
+    /// (SIGTERM).
+    pub fn terminate(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.proc.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -TERM failed: {status}");
+    }
+
+    /// Waits for the process to exit, at most `timeout`.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        self.proc.wait_timeout(timeout)
     }
 }

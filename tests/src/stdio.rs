@@ -160,6 +160,22 @@ impl StdioServer {
         })
     }
 
+    /// The oldest notification not yet taken, waiting at most `timeout` for
+    /// one; `None` if none came. Notifications not bound to a request (those
+    /// of a `subscriptions/listen` stream) arrive here in order.
+    pub fn next_notification(&self, timeout: Duration) -> Option<Value> {
+        let deadline = Instant::now() + timeout;
+        let mut inbox = self.inbox.lock().unwrap();
+        loop {
+            if !inbox.notifications.is_empty() {
+                return Some(inbox.notifications.remove(0));
+            }
+            if !self.pump(&mut inbox, deadline) && (inbox.eof || Instant::now() >= deadline) {
+                return None;
+            }
+        }
+    }
+
     /// Takes the notifications received so far.
     pub fn take_notifications(&self) -> Vec<Value> {
         std::mem::take(&mut self.inbox.lock().unwrap().notifications)

@@ -3,20 +3,8 @@
 //! and the compiled-component cache is reused.
 
 use airlock_e2e::mcp::{complete, text};
-use airlock_e2e::{Airlock, McpClient, ToolCall, ToolsDir, no_caps};
+use airlock_e2e::{Airlock, McpClient, ToolCall, ToolsDir};
 use serde_json::{Value, json};
-
-fn tool_names(client: &dyn McpClient) -> Vec<String> {
-    let response = client.rpc("tools/list", json!({}), no_caps());
-    let mut names: Vec<String> = complete(&response)["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .filter_map(|t| t["name"].as_str().map(str::to_string))
-        .collect();
-    names.sort_unstable();
-    names
-}
 
 /// The stderr lines that mention `needle`.
 fn lines_naming<'a>(stderr: &'a str, needle: &str) -> Vec<&'a str> {
@@ -36,15 +24,36 @@ fn wrong_world_and_garbage_are_skipped_and_named() {
             "a log line should name the skipped {file}:\n{stderr}"
         );
     }
-    assert_eq!(tool_names(&server.client()), ["sha256"]);
+    assert_eq!(server.client().tool_names(), ["sha256"]);
     airlock_e2e::flows::sha256(&server.client());
+}
+
+#[test]
+fn a_component_with_a_malformed_prompt_is_skipped_and_named() {
+    // bad-prompt lists a good tool and a prompt with an empty description:
+    // the whole component is skipped, its tool included.
+    let tools = ToolsDir::with(&["hash", "bad-prompt"]);
+    let server = Airlock::new(&tools).start_http();
+    let stderr = server.stderr();
+    let lines = lines_naming(&stderr, "bad_prompt.wasm");
+    assert!(
+        lines.iter().any(|line| line.contains("skipping component")
+            && line.contains("undescribed_prompt")
+            && line.contains("empty description")),
+        "a log line should name the file, the prompt and what is wrong with it:\n{stderr}"
+    );
+    let client = server.client();
+    assert_eq!(client.tool_names(), ["sha256"]);
+    let prompts = client.list_all("prompts/list", "prompts");
+    assert!(prompts.is_empty(), "no prompt is served: {prompts:?}");
+    airlock_e2e::flows::sha256(&client);
 }
 
 #[test]
 fn skipped_components_do_not_stop_stdio_mode() {
     let tools = ToolsDir::with(&["hash", "wrong_world"]);
     let server = Airlock::new(&tools).start_stdio();
-    assert_eq!(tool_names(&server), ["sha256"]);
+    assert_eq!(server.tool_names(), ["sha256"]);
     assert!(
         !lines_naming(&server.stderr(), "wrong_world.wasm").is_empty(),
         "{}",
@@ -118,12 +127,12 @@ fn the_compiled_cache_is_reused() {
         .arg(cache.path());
     let names = {
         let server = airlock.start_http();
-        tool_names(&server.client())
+        server.client().tool_names()
     };
     let cached = std::fs::read_dir(cache.path()).unwrap().flatten().count();
     assert!(cached > 0, "the cache dir should hold compiled components");
     let server = airlock.start_http();
-    assert_eq!(tool_names(&server.client()), names);
+    assert_eq!(server.client().tool_names(), names);
     let response = server
         .client()
         .call(&ToolCall::new("sha256", json!({"text": "abc"})));

@@ -2,32 +2,7 @@
 //! HTTP and over stdio. The flows live in `airlock_e2e::flows`.
 
 use airlock_e2e::flows;
-use airlock_e2e::{Airlock, ToolsDir};
-
-macro_rules! over_both_transports {
-    ($($name:ident: $component:literal => $flow:path;)*) => {
-        mod http {
-            use super::*;
-            $(
-                #[test]
-                fn $name() {
-                    let server = Airlock::new(&ToolsDir::with(&[$component])).start_http();
-                    $flow(&server.client());
-                }
-            )*
-        }
-        mod stdio {
-            use super::*;
-            $(
-                #[test]
-                fn $name() {
-                    let server = Airlock::new(&ToolsDir::with(&[$component])).start_stdio();
-                    $flow(&server);
-                }
-            )*
-        }
-    };
-}
+use airlock_e2e::{Airlock, ToolsDir, over_both_transports};
 
 over_both_transports! {
     sha256: "hash" => flows::sha256;
