@@ -6,7 +6,9 @@
 //! [`live`] keeps the registry current while the server runs.
 
 pub mod auth;
+pub mod inspect;
 pub mod live;
+pub mod policy;
 pub mod protocol;
 pub mod registry;
 pub mod runtime;

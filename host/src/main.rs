@@ -24,6 +24,8 @@ enum Command {
     Serve(Box<airlock::serve::ServeOptions>),
     /// Print a new random key for sealing requestState (one line, base64url).
     Keygen,
+    /// Load one component and print what it exports and serves, and the policy it would run under.
+    Inspect(Box<airlock::inspect::InspectOptions>),
 }
 
 fn init_logging() {
@@ -36,6 +38,12 @@ fn init_logging() {
         .init();
 }
 
+fn tokio_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -45,12 +53,11 @@ fn main() -> ExitCode {
         }
         Command::Serve(options) => {
             init_logging();
-            tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .map_err(anyhow::Error::from)
-                .and_then(|runtime| runtime.block_on(airlock::serve::run(*options)))
+            tokio_runtime().and_then(|runtime| runtime.block_on(airlock::serve::run(*options)))
         }
+        Command::Inspect(options) => tokio_runtime()
+            .and_then(|runtime| runtime.block_on(airlock::inspect::run(*options)))
+            .map(|report| print!("{report}")),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

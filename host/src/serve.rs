@@ -8,16 +8,64 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 
-use crate::auth::TokenTable;
+use crate::auth::{AuthOptions, Authenticator};
 use crate::live::{self, LiveOptions};
+use crate::policy::Secrets;
 use crate::protocol::{ProtocolSettings, Server};
 use crate::registry::{self, Registry};
 use crate::runtime::{Runtime, RuntimeLimits};
-use crate::state::{KeyRing, StateLimits, StateSealer};
+use crate::state::{
+    DEFAULT_REDEMPTION_CAPACITY, InMemoryRedemptions, KeyRing, StateLimits, StateSealer,
+};
 use crate::transport::{http, stdio};
 
 /// Environment variable holding state keys (comma- or newline-separated).
 pub const STATE_KEYS_ENV: &str = "AIRLOCK_STATE_KEYS";
+
+/// The sandbox's defaults and the sources of what manifests may grant;
+/// shared by `airlock serve` and `airlock inspect`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SandboxOptions {
+    /// Memory cap of each instance, in MiB (a manifest may lower it).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub max_memory_mib: u64,
+    /// Wall-clock deadline of each call (each round of a multi-round call), in milliseconds.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub call_timeout_ms: u64,
+    /// Largest result a tool may return, in KiB.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_output_kib: u64,
+    /// Meter fuel, so that manifests may set `[limits] fuel` (costs every call some speed).
+    #[arg(long)]
+    pub enable_fuel: bool,
+    /// Secrets manifests may grant as environment variables: a TOML file of `name = "value"` lines.
+    #[arg(long, env = "AIRLOCK_SECRETS_FILE")]
+    pub secrets_file: Option<PathBuf>,
+}
+
+impl SandboxOptions {
+    /// Starts the WebAssembly runtime with these defaults and secrets, and
+    /// at most `max_concurrent_calls` instances at once.
+    pub fn runtime(&self, max_concurrent_calls: usize) -> anyhow::Result<Arc<Runtime>> {
+        let secrets = match &self.secrets_file {
+            None => Secrets::default(),
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read secrets file {}", path.display()))?;
+                Secrets::parse(&text, path).map_err(anyhow::Error::msg)?
+            }
+        };
+        let limits = RuntimeLimits {
+            max_memory_bytes: mib(self.max_memory_mib),
+            call_timeout: Duration::from_millis(self.call_timeout_ms),
+            max_output_bytes: kib(self.max_output_kib),
+            max_concurrent_calls,
+            fuel: self.enable_fuel,
+            ..RuntimeLimits::default()
+        };
+        Runtime::with_secrets(limits, secrets).context("cannot start the WebAssembly runtime")
+    }
+}
 
 /// Options of `airlock serve`.
 #[derive(Debug, Clone, clap::Args)]
@@ -37,15 +85,9 @@ pub struct ServeOptions {
     /// Compile every component at start instead of using the on-disk cache.
     #[arg(long)]
     pub no_cache: bool,
-    /// Memory cap of each tool instance, in MiB.
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
-    pub max_memory_mib: u64,
-    /// Wall-clock deadline of each call (each round of a multi-round call), in milliseconds.
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub call_timeout_ms: u64,
-    /// Largest result a tool may return, in KiB.
-    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..))]
-    pub max_output_kib: u64,
+    /// Sandbox defaults and the sources of what manifests grant.
+    #[command(flatten)]
+    pub sandbox: SandboxOptions,
     /// Largest request body (or stdio line) accepted, in KiB.
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_body_kib: u64,
@@ -58,10 +100,21 @@ pub struct ServeOptions {
     /// How long a requestState stays valid, in seconds.
     #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
     pub state_ttl_secs: u64,
+    /// Make each requestState redeemable once: a replayed token is refused. Off by default: a
+    /// client that loses the answer to a round (network failure) cannot retry it and must restart
+    /// the request. Ids are remembered in this process only.
+    #[arg(long, env = "AIRLOCK_SINGLE_USE_STATE", value_parser = clap::builder::BoolishValueParser::new())]
+    pub single_use_state: bool,
+    /// Most redeemed requestState ids remembered at once with --single-use-state (they are
+    /// forgotten when their token expires); when full, retried rounds are refused until some expire.
+    #[arg(long, env = "AIRLOCK_SINGLE_USE_CAPACITY", default_value_t = DEFAULT_REDEMPTION_CAPACITY as u64,
+          value_parser = clap::value_parser!(u64).range(1..), requires = "single_use_state")]
+    pub single_use_capacity: u64,
     /// File of state keys, one per line (the first seals, all open). Also: AIRLOCK_STATE_KEYS.
     #[arg(long, env = "AIRLOCK_STATE_KEYS_FILE")]
     pub state_keys_file: Option<PathBuf>,
-    /// File of bearer tokens, one `<token> <principal>` per line. Without it HTTP is unauthenticated.
+    /// File of bearer tokens, one `<token> <principal>` per line. Without it and without JWT keys,
+    /// HTTP is unauthenticated.
     #[arg(long, env = "AIRLOCK_TOKENS_FILE")]
     pub tokens_file: Option<PathBuf>,
     /// How often to look for added, replaced or removed components in the tools directory, in
@@ -74,6 +127,12 @@ pub struct ServeOptions {
     /// Extra exact origin accepted in the Origin header, e.g. https://app.example.com (repeatable).
     #[arg(long = "allowed-origin", value_name = "ORIGIN")]
     pub allowed_origins: Vec<String>,
+    /// JWT access tokens and OAuth protected-resource metadata (HTTP).
+    #[command(flatten)]
+    pub auth: AuthOptions,
+    /// HTTP connection timeouts and cap.
+    #[command(flatten)]
+    pub connections: http::ConnectionOptions,
 }
 
 fn mib(n: u64) -> usize {
@@ -134,22 +193,19 @@ async fn shutdown_signal() {
 /// SIGTERM (HTTP).
 pub async fn run(options: ServeOptions) -> anyhow::Result<()> {
     let keys = load_keys(&options)?;
-    let tokens = match (&options.tokens_file, options.stdio) {
-        (Some(path), false) => Some(TokenTable::load(path)?),
-        (Some(_), true) => {
-            tracing::info!("stdio serves the local user; the tokens file applies to HTTP only");
-            None
+    let auth = if options.stdio {
+        if options.tokens_file.is_some() || options.auth.is_set() {
+            tracing::info!(
+                "stdio serves the local user; tokens and JWT settings apply to HTTP only"
+            );
         }
-        (None, _) => None,
+        Authenticator::open()
+    } else {
+        Authenticator::load(options.tokens_file.as_deref(), &options.auth)?
     };
-    let limits = RuntimeLimits {
-        max_memory_bytes: mib(options.max_memory_mib),
-        call_timeout: Duration::from_millis(options.call_timeout_ms),
-        max_output_bytes: kib(options.max_output_kib),
-        max_concurrent_calls: usize::try_from(options.max_concurrent_calls).unwrap_or(usize::MAX),
-        ..RuntimeLimits::default()
-    };
-    let runtime = Runtime::new(limits).context("cannot start the WebAssembly runtime")?;
+    let runtime = options
+        .sandbox
+        .runtime(usize::try_from(options.max_concurrent_calls).unwrap_or(usize::MAX))?;
     let cache_dir = if options.no_cache {
         None
     } else {
@@ -166,11 +222,20 @@ pub async fn run(options: ServeOptions) -> anyhow::Result<()> {
     {
         tracing::warn!(dir = %options.tools.display(), "nothing loaded: drop components (*.wasm) into this directory");
     }
-    let sealer = StateSealer::new(
+    let mut sealer = StateSealer::new(
         keys,
         Duration::from_secs(options.state_ttl_secs),
         StateLimits::default(),
     );
+    if options.single_use_state {
+        let capacity = usize::try_from(options.single_use_capacity).unwrap_or(usize::MAX);
+        sealer = sealer.with_redemption_store(Arc::new(InMemoryRedemptions::new(capacity)));
+        tracing::info!(
+            capacity,
+            "single-use requestState: each token opens once; used ids are remembered in this \
+             process only, so behind a load balancer a replay to another process is not refused"
+        );
+    }
     let settings = ProtocolSettings {
         max_rounds: options.max_rounds,
         ..ProtocolSettings::default()
@@ -203,17 +268,7 @@ pub async fn run(options: ServeOptions) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", options.listen))?;
     let address = listener.local_addr()?;
-    if tokens.is_none() {
-        if address.ip().is_loopback() {
-            tracing::info!(
-                "no tokens file: every HTTP client is principal 'anonymous' (fine for local development)"
-            );
-        } else {
-            tracing::warn!(
-                "no tokens file on a non-loopback address: anyone who can reach {address} can call every tool; use --tokens-file"
-            );
-        }
-    }
+    auth.log_mode(address);
     let mut allowed_hosts: Vec<String> =
         http::LOCAL_HOSTS.iter().map(|h| (*h).to_owned()).collect();
     allowed_hosts.extend(options.allowed_hosts.iter().cloned());
@@ -224,7 +279,8 @@ pub async fn run(options: ServeOptions) -> anyhow::Result<()> {
         max_body_bytes: max_body,
         allowed_hosts,
         allowed_origins: options.allowed_origins.clone(),
-        tokens,
+        auth,
+        limits: options.connections.limits(),
     };
     tracing::info!("listening on http://{address}/mcp");
     let shutdown = {

@@ -56,6 +56,11 @@ impl Server {
             Some(Value::String(token)) => {
                 let binding = binding();
                 let opened = self.sealer.open(token, &binding).map_err(|e| {
+                    if !e.is_client_error() {
+                        // Single-use mode could not record the token: fail closed.
+                        tracing::warn!(kind = target.kind, name = target.name, principal = binding.principal, reason = %e, "requestState not checked");
+                        return RpcError::internal(e.client_message());
+                    }
                     tracing::info!(kind = target.kind, name = target.name, principal = binding.principal, reason = %e, "requestState refused");
                     RpcError::invalid_params(e.client_message())
                 })?;

@@ -11,8 +11,9 @@ use super::dispatch::{Notifier, Reply, RequestContext, Server, required_str};
 use super::envelope::{self, RequestMeta};
 use super::jsonrpc::{Request, RpcError};
 use super::mrtr::{self, Target};
+use super::tools;
 use super::wire;
-use crate::runtime::{events::truncate, wit_prompts};
+use crate::runtime::{CallError, events::truncate, wit_prompts};
 use crate::state::Binding;
 
 const METHOD: &str = "prompts/get";
@@ -106,7 +107,11 @@ impl Server {
             tracing::warn!(prompt = name, file = %entry.source().display(), why, "prompt failed");
             RpcError::internal(format!("Prompt '{name}' failed: {why}"))
         };
-        match outcome.map_err(|error| failed(error.to_string()))? {
+        let outcome = outcome.map_err(|error| match error {
+            CallError::Busy { .. } => tools::busy(&error),
+            error => failed(error.to_string()),
+        })?;
+        match outcome {
             wit_prompts::PromptOutcome::Complete(result) => {
                 Ok(self.reply(&request.id, wire::prompt_result(&result)))
             }

@@ -14,9 +14,10 @@ use super::dispatch::{Notifier, Reply, RequestContext, Server, required_str};
 use super::envelope::{self, RequestMeta};
 use super::jsonrpc::{Request, RpcError};
 use super::mrtr::{self, Target};
+use super::tools;
 use super::wire;
 use crate::registry::validate::MAX_URI_LEN;
-use crate::runtime::wit_resources;
+use crate::runtime::{CallError, wit_resources};
 use crate::state::Binding;
 
 const METHOD: &str = "resources/read";
@@ -108,7 +109,11 @@ impl Server {
             tracing::warn!(uri, file = %component.source().display(), why, "resource read failed");
             RpcError::internal(format!("Reading resource '{uri}' failed: {why}"))
         };
-        match outcome.map_err(|error| failed(error.to_string()))? {
+        let outcome = outcome.map_err(|error| match error {
+            CallError::Busy { .. } => tools::busy(&error),
+            error => failed(error.to_string()),
+        })?;
+        match outcome {
             wit_resources::ReadOutcome::NotFound => Err(not_found(uri)),
             wit_resources::ReadOutcome::Complete(contents) if contents.is_empty() => {
                 Err(failed("the component returned no contents".to_owned()))

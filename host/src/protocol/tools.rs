@@ -17,7 +17,7 @@ use super::mrtr::{self, Target};
 use super::param_headers;
 use super::wire;
 use crate::registry::ToolEntry;
-use crate::runtime::wit;
+use crate::runtime::{CallError, wit};
 use crate::state::Binding;
 
 const METHOD: &str = "tools/call";
@@ -100,6 +100,7 @@ impl Server {
             "tool call"
         );
         match outcome {
+            Err(error @ CallError::Busy { .. }) => Err(busy(&error)),
             Err(error) => {
                 tracing::warn!(tool = name, file = %entry.source().display(), %error, "tool call failed");
                 Ok(self.tool_failure(&request.id, name, &error.to_string()))
@@ -147,4 +148,11 @@ impl Server {
             &format!("it returned an invalid outcome: {problem}"),
         )
     }
+}
+
+/// The error for a call refused because the server is at its limits: not a
+/// tool failure the model should read, but a temporary server condition
+/// (HTTP 503).
+pub(super) fn busy(error: &CallError) -> RpcError {
+    RpcError::internal(format!("Server busy: {error}")).with_status(503)
 }

@@ -8,13 +8,16 @@ use tracing::info;
 
 use super::cache::{CompileCache, Origin};
 use super::validate;
+use crate::policy::Policy;
+use crate::policy::manifest::Manifest;
 use crate::runtime::{CallError, CheckedComponent, ListError, Listing, Runtime};
 
 /// A compiled, linked and listed component.
 pub(crate) struct Component {
     pub(crate) path: PathBuf,
-    /// The file as it was when loaded, to tell whether it changed since.
-    pub(crate) stamp: FileStamp,
+    /// The file and its manifest as they were when loaded, to tell whether
+    /// either changed since.
+    pub(crate) stamp: ComponentStamp,
     pub(crate) checked: CheckedComponent,
     /// What it serves (validated).
     pub(crate) listing: Listing,
@@ -28,6 +31,15 @@ pub(crate) struct FileStamp {
     len: u64,
     modified: Option<std::time::SystemTime>,
     inode: u64,
+}
+
+/// The stamps of a component file and of its manifest (`None`: no manifest).
+pub(crate) type ComponentStamp = (FileStamp, Option<FileStamp>);
+
+/// The stamp of the component at `path` and of its manifest, now.
+pub(crate) fn component_stamp(path: &Path) -> std::io::Result<ComponentStamp> {
+    let manifest = FileStamp::of(&Manifest::path_for(path)).ok();
+    Ok((FileStamp::of(path)?, manifest))
 }
 
 impl FileStamp {
@@ -54,7 +66,8 @@ impl Component {
         path: &Path,
         cache: Option<&CompileCache>,
     ) -> Result<Component, String> {
-        let stamp = FileStamp::of(path).map_err(|err| format!("cannot read it: {err}"))?;
+        let stamp = component_stamp(path).map_err(|err| format!("cannot read it: {err}"))?;
+        let policy = Arc::new(Policy::load_for(path, &runtime.policy_context())?);
         // Reading and compiling block for tens of milliseconds: keep them off
         // the async worker threads.
         let (compiled, origin) = {
@@ -77,7 +90,7 @@ impl Component {
             .instantiate_pre(&compiled)
             .map_err(|err| format!("it needs imports Airlock does not provide: {}", chain(&err)))?;
         let (listing, checked) = runtime
-            .list_component(&pre, Arc::from(path))
+            .list_component(&pre, Arc::from(path), policy.clone())
             .await
             .map_err(list_failure)?;
         validate::validate_listing(&listing)?;
@@ -104,7 +117,11 @@ impl Component {
     /// compiled code.
     pub(crate) async fn relist(&self, runtime: &Runtime) -> Result<Component, String> {
         let (listing, checked) = runtime
-            .list_component(self.checked.instance_pre(), self.checked.source().clone())
+            .list_component(
+                self.checked.instance_pre(),
+                self.checked.source().clone(),
+                self.checked.policy().clone(),
+            )
             .await
             .map_err(list_failure)?;
         validate::validate_listing(&listing)?;

@@ -32,7 +32,7 @@ use anyhow::{Context as _, bail};
 use tracing::warn;
 
 use self::cache::CompileCache;
-use self::component::{Component, FileStamp};
+use self::component::{Component, component_stamp};
 use self::uri_template::UriTemplate;
 use crate::runtime::{
     CallError, CheckedComponent, EventSink, Runtime, wit, wit_completions, wit_prompts,
@@ -206,8 +206,9 @@ impl Registry {
         Registry::default().reload(runtime, dir, cache_dir).await
     }
 
-    /// Loads `dir` again, reusing every component of `self` whose file has
-    /// not changed (same path, size, modification time and inode). Fails
+    /// Loads `dir` again, reusing every component of `self` whose file and
+    /// manifest have not changed (same path, size, modification time and
+    /// inode). Fails
     /// like [`Registry::load`]; `self` is untouched either way.
     pub async fn reload(
         &self,
@@ -219,7 +220,7 @@ impl Registry {
         let mut components = Vec::new();
         for path in wasm_files(dir)? {
             let unchanged = self.components.iter().find(|c| {
-                c.path == path && FileStamp::of(&path).is_ok_and(|stamp| stamp == c.stamp)
+                c.path == path && component_stamp(&path).is_ok_and(|stamp| stamp == c.stamp)
             });
             if let Some(component) = unchanged {
                 components.push(component.clone());
@@ -417,6 +418,45 @@ fn clash(what: &str, key: &str, first: &Path, second: &Path) -> String {
         first.display(),
         second.display()
     )
+}
+
+/// Loads the component at `path` on its own and describes it: exported
+/// interfaces, what it serves, and its effective policy. The error is why
+/// it would be skipped.
+pub async fn describe_component(
+    runtime: &Arc<Runtime>,
+    path: &Path,
+) -> Result<Vec<String>, String> {
+    let component = Component::load(runtime, path, None).await?;
+    let listing = &component.listing;
+    let mut lines = vec![format!(
+        "exports: {}",
+        component.checked.exported_interfaces().join(", ")
+    )];
+    for tool in &listing.tools {
+        lines.push(format!("tool {}: {}", tool.name, tool.description));
+    }
+    for prompt in &listing.prompts {
+        lines.push(format!("prompt {}: {}", prompt.name, prompt.description));
+    }
+    for resource in &listing.resources {
+        lines.push(format!("resource {} ({})", resource.uri, resource.name));
+    }
+    for template in &listing.templates {
+        lines.push(format!(
+            "resource template {} ({})",
+            template.uri_template, template.name
+        ));
+    }
+    lines.extend(
+        component
+            .checked
+            .policy()
+            .describe()
+            .into_iter()
+            .map(|line| format!("policy: {line}")),
+    );
+    Ok(lines)
 }
 
 /// The `*.wasm` files directly in `dir`, sorted by file name.

@@ -1,7 +1,8 @@
 //! Watching the tools directory for added, replaced and removed components.
 //!
 //! The directory is polled: every interval, the names, sizes, modification
-//! times and inodes of its `*.wasm` files are read (no file is opened). A
+//! times and inodes of its `*.wasm` files and their manifests (`*.toml`) are
+//! read (no file is opened). A
 //! change is acted on once two polls in a row agree, so a file that is still
 //! being copied is not loaded half-written; copying to a temporary name and
 //! renaming it into place is still the safest way to publish a component.
@@ -12,12 +13,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::component::FileStamp;
+use super::component::{ComponentStamp, component_stamp};
 use super::wasm_files;
 
-/// The state of every `*.wasm` file in a directory.
+/// The state of every `*.wasm` file in a directory, and of its manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DirectoryStamp(Vec<(PathBuf, Option<FileStamp>)>);
+pub struct DirectoryStamp(Vec<(PathBuf, Option<ComponentStamp>)>);
 
 impl DirectoryStamp {
     /// Reads the directory now; `None` if it cannot be read.
@@ -27,7 +28,7 @@ impl DirectoryStamp {
             files
                 .into_iter()
                 .map(|path| {
-                    let stamp = FileStamp::of(&path).ok();
+                    let stamp = component_stamp(&path).ok();
                     (path, stamp)
                 })
                 .collect(),
@@ -99,7 +100,11 @@ mod tests {
         std::fs::rename(dir.join("b.wasm"), dir.join("a.wasm")).unwrap();
         let replaced = DirectoryStamp::read(&dir).unwrap();
         assert_ne!(replaced, one);
+        std::fs::write(dir.join("a.toml"), "[limits]").unwrap();
+        let with_manifest = DirectoryStamp::read(&dir).unwrap();
+        assert_ne!(with_manifest, replaced, "a new manifest is a change");
         std::fs::remove_file(dir.join("a.wasm")).unwrap();
+        std::fs::remove_file(dir.join("a.toml")).unwrap();
         assert_eq!(DirectoryStamp::read(&dir).unwrap(), empty);
         assert!(DirectoryStamp::read(&dir.join("missing")).is_none());
         std::fs::remove_dir_all(&dir).unwrap();

@@ -36,12 +36,15 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Instant;
 
-use tokio::sync::SemaphorePermit;
+use std::time::Duration;
+
+use tokio::sync::{Semaphore, SemaphorePermit};
 use wasmtime::component::{
     ComponentExportIndex, ComponentNamedList, InstancePre, Lift, Lower, ResourceTable, TypedFunc,
 };
 use wasmtime::{ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder, Trap, UpdateDeadline};
-use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::Runtime;
 use super::bindings::{
@@ -53,8 +56,11 @@ use super::engine::{
 };
 use super::error::CallError;
 use super::events::{EventSink, EventState};
+use super::http::HttpHooks;
 use super::output::OutputSize;
 use super::stderr::StderrTail;
+use crate::policy::manifest::DirMode;
+use crate::policy::{CallLimits, Policy};
 
 /// The error a call fails with once its deadline has passed; recognised with
 /// `wasmtime::Error::is`.
@@ -88,8 +94,20 @@ async fn within<F: Future>(deadline: Instant, future: F) -> Result<F::Output, De
 pub(crate) struct CallState {
     wasi: WasiCtx,
     table: ResourceTable,
+    http: WasiHttpCtx,
+    http_hooks: HttpHooks,
     limiter: CallLimiter,
     pub(crate) events: EventState,
+}
+
+impl WasiHttpView for CallState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.http_hooks,
+        }
+    }
 }
 
 impl WasiView for CallState {
@@ -154,56 +172,99 @@ impl ResourceLimiter for CallLimiter {
     }
 }
 
-/// A store ready for one call, with its deadline and stderr tail.
+/// A store ready for one call, with its deadline, stderr tail and limits.
 struct CallStore {
     store: Store<CallState>,
     stderr: StderrTail,
     label: Arc<str>,
+    limits: CallLimits,
 }
 
 impl Runtime {
-    /// Waits for a concurrency permit, up to `deadline`.
-    async fn permit(&self, deadline: Instant) -> Result<SemaphorePermit<'_>, CallError> {
+    /// Waits for a concurrency permit, up to `deadline` (`timeout` is the
+    /// limit to report; the server's default if `None`).
+    async fn permit(
+        &self,
+        deadline: Instant,
+        timeout: Option<Duration>,
+    ) -> Result<SemaphorePermit<'_>, CallError> {
         if let Ok(permit) = self.permits.try_acquire() {
             return Ok(permit);
         }
+        let _waiting =
+            QueueSlot::take(&self.queued, self.limits.max_queued_calls).ok_or(CallError::Busy {
+                running: self.limits.max_concurrent_calls,
+                waiting: self.limits.max_queued_calls,
+            })?;
         match tokio::time::timeout_at(deadline.into(), self.permits.acquire()).await {
             Ok(Ok(permit)) => Ok(permit),
             // The semaphore is never closed; treat it like a timeout regardless.
             Ok(Err(_)) | Err(_) => Err(CallError::Timeout {
-                limit: self.limits.call_timeout,
+                limit: timeout.unwrap_or(self.limits.call_timeout),
             }),
         }
     }
 
-    /// A fresh store for one call of `label`, failing at `deadline`.
-    /// `component` is the file behind the call, for change reports; `None`
-    /// while listing.
+    /// A fresh store for one call of `label` under `policy`, failing at
+    /// `deadline`. `component` is the file behind the call, for change
+    /// reports; `None` while listing (which runs with nothing granted).
     fn new_store(
         &self,
         label: Arc<str>,
         deadline: Instant,
         events: Option<EventSink>,
-        component: Option<Arc<Path>>,
-    ) -> CallStore {
+        component: Option<(&Arc<Path>, &Policy)>,
+    ) -> Result<CallStore, CallError> {
         let stderr = StderrTail::new();
-        let wasi = WasiCtxBuilder::new()
-            .stderr(stderr.clone())
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.stderr(stderr.clone())
             .allow_tcp(false)
             .allow_udp(false)
-            .allow_ip_name_lookup(false)
-            .build();
+            .allow_ip_name_lookup(false);
+        let (policy, granted) = match component {
+            Some((_, policy)) => (policy, true),
+            None => (&self.listing_policy, false),
+        };
+        if granted {
+            for dir in &policy.dirs {
+                let perms = match dir.mode {
+                    DirMode::ReadOnly => FsPerms::ReadOnly,
+                    DirMode::ReadWrite => FsPerms::ReadWrite,
+                };
+                wasi.preopened_dir(&dir.host, &dir.guest, perms)
+                    .map_err(|err| CallError::Instantiate {
+                        detail: format!(
+                            "cannot open granted directory {}: {err}",
+                            dir.host.display()
+                        ),
+                    })?;
+            }
+            for (name, value) in &policy.env {
+                wasi.env(name, value);
+            }
+        }
+        let wasi = wasi.build();
         let limits = StoreLimitsBuilder::new()
-            .memory_size(self.limits.max_memory_bytes)
+            .memory_size(policy.limits.memory_bytes)
             .instances(MAX_CORE_INSTANCES_PER_COMPONENT as usize)
             .memories(MAX_MEMORIES_PER_COMPONENT as usize)
             .tables(MAX_TABLES_PER_COMPONENT as usize)
             .trap_on_grow_failure(true)
             .build();
-        let changes = component.map(|component| (component, self.changes.clone()));
+        let changes = component.map(|(component, _)| (component.clone(), self.changes.clone()));
+        let allow = if granted {
+            policy.http.clone()
+        } else {
+            Default::default()
+        };
         let state = CallState {
             wasi,
             table: ResourceTable::new(),
+            http: WasiHttpCtx::new(),
+            http_hooks: HttpHooks {
+                allow: Arc::new(allow),
+                label: label.clone(),
+            },
             limiter: CallLimiter {
                 limits,
                 memory_refused: false,
@@ -218,6 +279,12 @@ impl Runtime {
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);
+        if self.limits.fuel {
+            let fuel = policy.limits.fuel.unwrap_or(u64::MAX);
+            store.set_fuel(fuel).map_err(|err| CallError::Instantiate {
+                detail: describe(&err),
+            })?;
+        }
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(move |_| {
             if Instant::now() >= deadline {
@@ -226,11 +293,12 @@ impl Runtime {
                 Ok(UpdateDeadline::Yield(1))
             }
         });
-        CallStore {
+        Ok(CallStore {
             store,
             stderr,
             label,
-        }
+            limits: policy.limits.clone(),
+        })
     }
 
     /// Links a compiled component and lists what it serves, in one fresh
@@ -244,6 +312,7 @@ impl Runtime {
         &self,
         instance_pre: &InstancePre<CallState>,
         source: Arc<Path>,
+        policy: Arc<Policy>,
     ) -> Result<(Listing, CheckedComponent), ListError> {
         let lookups = Lookups::new(instance_pre).map_err(|error| ListError {
             error: CallError::Instantiate {
@@ -252,10 +321,13 @@ impl Runtime {
             stderr: None,
         })?;
         let deadline = Instant::now() + self.limits.call_timeout;
-        let permit = self.permit(deadline).await.map_err(|error| ListError {
-            error,
-            stderr: None,
-        })?;
+        let permit = self
+            .permit(deadline, None)
+            .await
+            .map_err(|error| ListError {
+                error,
+                stderr: None,
+            })?;
         let label: Arc<str> = source
             .file_name()
             .map_or_else(
@@ -263,7 +335,12 @@ impl Runtime {
                 |n| n.to_string_lossy().into_owned(),
             )
             .into();
-        let mut call = self.new_store(label, deadline, None, None);
+        let mut call = self
+            .new_store(label, deadline, None, None)
+            .map_err(|error| ListError {
+                error,
+                stderr: None,
+            })?;
         let store = &mut call.store;
         let result = within(deadline, async {
             let instance = instance_pre
@@ -315,10 +392,16 @@ impl Runtime {
             error,
             stderr: stderr.text(),
         })?;
+        let slots = policy
+            .limits
+            .max_concurrent
+            .map(|n| Arc::new(Semaphore::new(n as usize)));
         let checked = CheckedComponent {
             instance_pre: instance_pre.clone(),
             source,
             exports: lookups.exports(instance_pre),
+            policy,
+            slots,
         };
         Ok((listing, checked))
     }
@@ -402,9 +485,25 @@ impl Runtime {
         P: ComponentNamedList + Lower + Send + Sync,
         O: Lift + OutputSize + Send + Sync + 'static,
     {
-        let deadline = Instant::now() + self.limits.call_timeout;
-        let permit = self.permit(deadline).await?;
-        let mut call = self.new_store(label, deadline, events, Some(component.source.clone()));
+        let policy = &component.policy;
+        let deadline = Instant::now() + policy.limits.timeout;
+        // The component's own slots first (if its manifest limits them),
+        // then one of the server's.
+        let _slot = match &component.slots {
+            None => None,
+            Some(slots) => Some(
+                tokio::time::timeout_at(deadline.into(), slots.clone().acquire_owned())
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+                    .ok_or(CallError::Timeout {
+                        limit: policy.limits.timeout,
+                    })?,
+            ),
+        };
+        let permit = self.permit(deadline, Some(policy.limits.timeout)).await?;
+        let mut call =
+            self.new_store(label, deadline, events, Some((&component.source, policy)))?;
         let store = &mut call.store;
         let result = within(deadline, async {
             let func = component
@@ -418,7 +517,7 @@ impl Runtime {
             Ok(output)
         })
         .await;
-        let limit = self.limits.max_output_bytes;
+        let limit = policy.limits.max_output_bytes;
         let (result, stderr, label) = self.finish(call, permit, result, |output: &O| {
             let size = output.output_size();
             if size > limit {
@@ -447,14 +546,15 @@ impl Runtime {
             store,
             stderr,
             label,
+            limits,
         } = call;
         let state = store.data();
         let result = match result {
             Err(DeadlinePassed) => Err(CallError::Timeout {
-                limit: self.limits.call_timeout,
+                limit: limits.timeout,
             }),
             Ok(Ok(value)) => check(&value).map(|()| value),
-            Ok(Err(failure)) => Err(self.classify(failure, state.limiter.memory_refused)),
+            Ok(Err(failure)) => Err(classify(failure, &limits, state.limiter.memory_refused)),
         };
         let dropped = state.events.dropped();
         if dropped > 0 {
@@ -469,28 +569,56 @@ impl Runtime {
         drop(permit);
         (result, stderr, label)
     }
+}
 
-    fn classify(&self, failure: Failure, memory_refused: bool) -> CallError {
-        let (err, starting) = match failure {
-            Failure::Start(err) => (err, true),
-            Failure::Run(err) => (err, false),
-        };
-        if err.is::<DeadlineExceeded>() {
-            CallError::Timeout {
-                limit: self.limits.call_timeout,
-            }
-        } else if memory_refused {
-            CallError::OutOfMemory {
-                limit: self.limits.max_memory_bytes,
-            }
-        } else if starting && !err.is::<Trap>() {
-            CallError::Instantiate {
-                detail: describe(&err),
-            }
-        } else {
-            CallError::Trapped {
-                detail: describe(&err),
-            }
+/// One place in the queue of calls waiting for a permit; given back when
+/// dropped.
+struct QueueSlot<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> QueueSlot<'a> {
+    /// A place, unless `max` calls are already waiting.
+    fn take(queued: &'a std::sync::atomic::AtomicUsize, max: usize) -> Option<QueueSlot<'a>> {
+        use std::sync::atomic::Ordering;
+        queued
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| QueueSlot(queued))
+    }
+}
+
+impl Drop for QueueSlot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
+/// Why a call failed, from wasmtime's error and what the store saw.
+fn classify(failure: Failure, limits: &CallLimits, memory_refused: bool) -> CallError {
+    let (err, starting) = match failure {
+        Failure::Start(err) => (err, true),
+        Failure::Run(err) => (err, false),
+    };
+    if err.is::<DeadlineExceeded>() {
+        CallError::Timeout {
+            limit: limits.timeout,
+        }
+    } else if memory_refused {
+        CallError::OutOfMemory {
+            limit: limits.memory_bytes,
+        }
+    } else if err.downcast_ref::<Trap>() == Some(&Trap::OutOfFuel) {
+        CallError::OutOfFuel {
+            limit: limits.fuel.unwrap_or(0),
+        }
+    } else if starting && !err.is::<Trap>() {
+        CallError::Instantiate {
+            detail: describe(&err),
+        }
+    } else {
+        CallError::Trapped {
+            detail: describe(&err),
         }
     }
 }
@@ -597,6 +725,10 @@ pub(crate) struct CheckedComponent {
     instance_pre: InstancePre<CallState>,
     source: Arc<Path>,
     exports: Exports,
+    /// What its calls are granted and limited to.
+    policy: Arc<Policy>,
+    /// Its own concurrency limit, if its manifest sets one.
+    slots: Option<Arc<Semaphore>>,
 }
 
 impl CheckedComponent {
@@ -608,6 +740,25 @@ impl CheckedComponent {
     /// The component's `InstancePre`, for listing it again.
     pub(crate) fn instance_pre(&self) -> &InstancePre<CallState> {
         &self.instance_pre
+    }
+
+    /// The component's policy.
+    pub(crate) fn policy(&self) -> &Arc<Policy> {
+        &self.policy
+    }
+
+    /// The `airlock:mcp` interfaces it exports.
+    pub(crate) fn exported_interfaces(&self) -> Vec<&'static str> {
+        let exports = &self.exports;
+        [
+            (exports.call_tool.is_some(), "tools"),
+            (exports.get_prompt.is_some(), "prompts"),
+            (exports.read_resource.is_some(), "resources"),
+            (exports.complete.is_some(), "completions"),
+        ]
+        .into_iter()
+        .filter_map(|(exported, name)| exported.then_some(name))
+        .collect()
     }
 
     /// A fresh instance's function `export`.
@@ -685,5 +836,30 @@ fn describe(err: &wasmtime::Error) -> String {
         None => String::new(),
         Some((root, [])) => root.clone(),
         Some((root, context)) => format!("{root} ({})", context.join(": ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn the_wait_queue_is_bounded_and_gives_places_back() {
+        let queued = AtomicUsize::new(0);
+        let first = QueueSlot::take(&queued, 2).expect("room for two");
+        let second = QueueSlot::take(&queued, 2).expect("room for two");
+        assert!(
+            QueueSlot::take(&queued, 2).is_none(),
+            "a third waits nowhere"
+        );
+        drop(first);
+        assert!(
+            QueueSlot::take(&queued, 2).is_some(),
+            "a place was given back"
+        );
+        drop(second);
+        assert_eq!(queued.load(Ordering::SeqCst), 0);
+        assert!(QueueSlot::take(&queued, 0).is_none(), "no queue at all");
     }
 }

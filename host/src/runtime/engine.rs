@@ -178,6 +178,7 @@ pub fn build_engine(limits: &RuntimeLimits) -> anyhow::Result<Engine> {
         .wasm_component_model(true)
         .epoch_interruption(true)
         .memory_init_cow(true)
+        .consume_fuel(limits.fuel)
         .memory_reservation(plan.memory_reservation())
         .allocation_strategy(InstanceAllocationStrategy::Pooling(plan.pooling_config()));
     Engine::new(&config)

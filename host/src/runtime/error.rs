@@ -22,6 +22,21 @@ pub enum CallError {
         /// The memory cap in bytes.
         limit: usize,
     },
+    /// The server is at its limit of running and waiting calls; the call
+    /// was refused without running.
+    #[error("the server is busy ({running} calls running, {waiting} waiting); try again shortly")]
+    Busy {
+        /// The concurrency limit.
+        running: usize,
+        /// The queue limit.
+        waiting: usize,
+    },
+    /// The guest used up its fuel (its manifest's `[limits] fuel`).
+    #[error("the tool used up its fuel ({limit} units)")]
+    OutOfFuel {
+        /// The fuel it had.
+        limit: u64,
+    },
     /// The guest returned more than the output limit allows.
     #[error(
         "the tool's output ({} bytes) exceeds the {} output limit",

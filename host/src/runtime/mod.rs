@@ -6,6 +6,7 @@
 //! - [`bindings`]: `bindgen!` of the `server` world;
 //! - `call`: one call in one fresh `Store`, with its limits and deadline;
 //! - [`events`]: the host imports (`log`, `progress`, change reports);
+//! - [`http`]: outbound `wasi:http`, refused unless the manifest allows it;
 //! - [`output`]: the size of a guest's answer, for the output limit;
 //! - [`stderr`]: a guest's stderr, kept as a bounded tail for the log;
 //! - [`error`]: why a call failed, in user-facing words.
@@ -32,6 +33,7 @@ mod call;
 pub mod engine;
 pub mod error;
 pub mod events;
+pub mod http;
 pub mod output;
 pub mod stderr;
 
@@ -48,6 +50,7 @@ pub(crate) use self::call::{CallState, CheckedComponent, ListError, Listing};
 use self::engine::{EPOCH_TICK, EpochTicker};
 pub use self::error::CallError;
 pub use self::events::{Change, EventSink, GuestEvent};
+use crate::policy::{Policy, PolicyContext, Secrets};
 
 /// Limits applied to every guest call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +78,14 @@ pub struct RuntimeLimits {
     /// Most `log` and `progress` events one call may report; later ones are
     /// dropped. Default 1000.
     pub max_events_per_call: usize,
+    /// Most calls waiting for a free slot when all
+    /// `max_concurrent_calls` are taken; a call beyond that fails at once
+    /// with [`CallError::Busy`] instead of joining an ever longer queue.
+    /// Default 1024.
+    pub max_queued_calls: usize,
+    /// Whether the engine meters fuel, so that manifests may set a fuel
+    /// limit. Off by default: metering costs every call some speed.
+    pub fuel: bool,
 }
 
 impl Default for RuntimeLimits {
@@ -85,6 +96,8 @@ impl Default for RuntimeLimits {
             max_output_bytes: 1 << 20,
             max_concurrent_calls: 256,
             max_events_per_call: 1000,
+            max_queued_calls: 1024,
+            fuel: false,
         }
     }
 }
@@ -97,8 +110,13 @@ pub struct Runtime {
     linker: Linker<CallState>,
     limits: RuntimeLimits,
     permits: Semaphore,
+    /// How many calls are waiting for a permit now.
+    queued: std::sync::atomic::AtomicUsize,
     changes: events::ChangeSender,
     changes_receiver: std::sync::Mutex<Option<tokio::sync::mpsc::Receiver<Change>>>,
+    secrets: Secrets,
+    /// What listing a component runs with: nothing granted, default limits.
+    listing_policy: Policy,
     _ticker: EpochTicker,
 }
 
@@ -110,6 +128,11 @@ impl Runtime {
     /// Builds the engine and linker and starts the epoch ticker thread.
     /// Does not need a tokio runtime; calls do.
     pub fn new(limits: RuntimeLimits) -> anyhow::Result<Arc<Runtime>> {
+        Runtime::with_secrets(limits, Secrets::default())
+    }
+
+    /// [`Runtime::new`], with the secrets manifests may grant.
+    pub fn with_secrets(limits: RuntimeLimits, secrets: Secrets) -> anyhow::Result<Arc<Runtime>> {
         anyhow::ensure!(
             !limits.call_timeout.is_zero(),
             "call_timeout must be greater than zero"
@@ -124,16 +147,25 @@ impl Runtime {
         })
         .map_err(anyhow::Error::from)
         .context("failed to link the airlock:mcp/host imports")?;
+        // Outbound HTTP is linked for every component and refused by the
+        // hooks unless its manifest allows the destination.
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
+            .map_err(anyhow::Error::from)
+            .context("failed to link wasi:http")?;
         let ticker = EpochTicker::start(&engine, EPOCH_TICK)?;
         let permits = Semaphore::new(limits.max_concurrent_calls);
         let (changes, changes_receiver) = tokio::sync::mpsc::channel(CHANGE_QUEUE);
+        let listing_policy = Policy::deny_all(&limits);
         Ok(Arc::new(Runtime {
             engine,
             linker,
             limits,
             permits,
+            queued: std::sync::atomic::AtomicUsize::new(0),
             changes,
             changes_receiver: std::sync::Mutex::new(Some(changes_receiver)),
+            secrets,
+            listing_policy,
             _ticker: ticker,
         }))
     }
@@ -143,9 +175,17 @@ impl Runtime {
         &self.engine
     }
 
-    /// The limits every call runs under.
+    /// The limits every call runs under, unless a manifest sets its own.
     pub fn limits(&self) -> &RuntimeLimits {
         &self.limits
+    }
+
+    /// What a component's manifest is resolved against.
+    pub fn policy_context(&self) -> PolicyContext<'_> {
+        PolicyContext {
+            defaults: &self.limits,
+            secrets: &self.secrets,
+        }
     }
 
     /// The changes guests report (`notify-list-changed`,

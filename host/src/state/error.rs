@@ -7,6 +7,7 @@
 use std::fmt;
 
 use super::keyring::KeyId;
+use super::redemption::{StoreError, TokenId};
 use super::token::PayloadError;
 
 /// The one message sent to clients for any `requestState` that does not open.
@@ -16,6 +17,11 @@ pub const INVALID_STATE_MESSAGE: &str = "requestState is invalid or expired; ret
 /// failure, not the client's).
 pub const SEAL_FAILED_MESSAGE: &str =
     "the server could not save the state of this request for another round";
+
+/// The message sent to clients when single-use mode cannot record that a
+/// token was used ([`StateError::Unrecorded`]): the server's problem; the
+/// token was not spent, so the same request may be retried.
+pub const STATE_UNRECORDED_MESSAGE: &str = "the server could not record the use of this requestState (single-use mode); retry this request later";
 
 /// [`StateError::TooLarge::what`] when the guest state is over its limit.
 pub const GUEST_STATE_SIZE: &str = "guest state size in bytes";
@@ -49,8 +55,9 @@ impl fmt::Display for BindingField {
 /// A failure to seal or open `requestState`.
 ///
 /// Every variant except [`StateError::TooLarge`] and [`StateError::Sealing`]
-/// comes from [`open`](super::StateSealer::open) and means the client's token
-/// is not acceptable ([`StateError::is_client_error`]); log the variant, send
+/// comes from [`open`](super::StateSealer::open). All of those but
+/// [`StateError::Unrecorded`] mean the client's token is not acceptable
+/// ([`StateError::is_client_error`]); log the variant, send
 /// [`StateError::client_message`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StateError {
@@ -106,6 +113,17 @@ pub enum StateError {
         /// The first field that differs.
         field: BindingField,
     },
+    /// Single-use mode: the token is genuine and matches the request, but it
+    /// has been used before. A replay, or a client retrying a round whose
+    /// answer it lost.
+    #[error("requestState was already used (single-use mode): replay of token id {0} refused")]
+    Replayed(TokenId),
+    /// Single-use mode: the token is genuine and matches the request, but
+    /// the record of used tokens could not say whether it was used before
+    /// (full, or a shared store unreachable). Refused (fail closed), not
+    /// recorded; the server's problem, not the client's.
+    #[error("requestState could not be checked for reuse: {0}")]
+    Unrecorded(StoreError),
     /// Sealing refused: the guest state or the whole token is over its limit.
     /// The server's (or the tool's) problem, not the client's.
     #[error("cannot seal requestState: the {what} is {len}, over the limit of {max}")]
@@ -124,20 +142,27 @@ pub enum StateError {
 }
 
 impl StateError {
-    /// True for a failure to open a client's token; false for a failure to
-    /// seal ([`StateError::TooLarge`], [`StateError::Sealing`]).
+    /// True for a token the client must not send again (answer -32602);
+    /// false for the server's own failures: to seal
+    /// ([`StateError::TooLarge`], [`StateError::Sealing`]) or to record a
+    /// single use ([`StateError::Unrecorded`]).
     pub fn is_client_error(&self) -> bool {
-        !matches!(self, StateError::TooLarge { .. } | StateError::Sealing(_))
+        !matches!(
+            self,
+            StateError::TooLarge { .. } | StateError::Sealing(_) | StateError::Unrecorded(_)
+        )
     }
 
-    /// The message for the client. Every failure to open gives the same
+    /// The message for the client. Every client error (a token that does not
+    /// open, or a replay in single-use mode) gives the same
     /// [`INVALID_STATE_MESSAGE`], whatever check failed; a failure to seal
-    /// gives [`SEAL_FAILED_MESSAGE`].
+    /// gives [`SEAL_FAILED_MESSAGE`] and a failure to record a single use
+    /// [`STATE_UNRECORDED_MESSAGE`].
     pub fn client_message(&self) -> &'static str {
-        if self.is_client_error() {
-            INVALID_STATE_MESSAGE
-        } else {
-            SEAL_FAILED_MESSAGE
+        match self {
+            StateError::Unrecorded(_) => STATE_UNRECORDED_MESSAGE,
+            e if e.is_client_error() => INVALID_STATE_MESSAGE,
+            _ => SEAL_FAILED_MESSAGE,
         }
     }
 }

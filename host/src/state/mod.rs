@@ -39,14 +39,34 @@
 //! a different tool or to the same tool with different arguments, where the
 //! guest would trust state it never produced for that input. The token also
 //! carries `issued_at` and `expires_at` (a short TTL bounds replay), and the
-//! round number. It does not make a token single-use: within its lifetime
-//! the same token can be presented again with the same request. A host that
-//! needs single use can keep [`OpenedState::token_id`] in a replay cache.
+//! round number. By itself the binding does not make a token single-use:
+//! within its lifetime the same token can be presented again with the same
+//! request (see *Single use* below).
 //!
 //! [`StateSealer::open`] runs every check in a fixed order and returns a
 //! [`StateError`] naming the one that failed, for the server log. The client
 //! always gets the same [`StateError::client_message`], so it learns nothing
 //! about which check failed.
+//!
+//! # Single use (optional)
+//!
+//! [`StateSealer::with_redemption_store`] makes every token redeemable once:
+//! after all the checks above pass, `open` records the token's random id in
+//! a [`RedemptionStore`] and refuses any later presentation
+//! ([`StateError::Replayed`], the same client message as any other failure).
+//! A token that fails a check never reaches the store, so a forgery or a
+//! misapplied token cannot spend a genuine token's id. If the store cannot
+//! answer, the token is refused ([`StateError::Unrecorded`]; fail closed).
+//! The default store, [`InMemoryRedemptions`], forgets ids when their token
+//! expires and holds a bounded number; a fleet plugs in a shared one (e.g.
+//! Redis `SET NX EXAT`) as the [`redemption`] module describes.
+//!
+//! It is off by default (`airlock serve --single-use-state` turns it on)
+//! because it breaks a legitimate retry: a client whose connection fails
+//! after the server opened its token, before the answer arrived, cannot
+//! send that round again and must restart the request from round 1. Without
+//! it, replay is still confined to the same principal, the same request and
+//! the token's lifetime, and the guest sees exactly the state it sealed.
 //!
 //! # Keys and rotation
 //!
@@ -54,7 +74,9 @@
 //! one opens. Each key's id is the first 8 bytes of its SHA-256. To rotate
 //! without downtime, add the new key at the end everywhere, then move it to
 //! the front everywhere, then remove the old key once its tokens have
-//! expired (one TTL later). A token sealed with a key that has been removed
+//! expired (one TTL later). A single process can skip the first step: put
+//! the new key first and keep the old one second, restart, and remove the
+//! old key one TTL later. A token sealed with a key that has been removed
 //! no longer opens ([`StateError::UnknownKey`]); the client restarts the call.
 //!
 //! # Why a fleet needs a shared key ring
@@ -70,6 +92,7 @@
 mod binding;
 mod error;
 mod keyring;
+pub mod redemption;
 mod sealer;
 mod token;
 
@@ -79,9 +102,13 @@ mod tests;
 pub use binding::{Binding, digest_arguments};
 pub use error::{
     BINDING_FIELD_SIZE, BindingField, GUEST_STATE_SIZE, INVALID_STATE_MESSAGE, SEAL_FAILED_MESSAGE,
-    StateError, TOKEN_LENGTH,
+    STATE_UNRECORDED_MESSAGE, StateError, TOKEN_LENGTH,
 };
 pub use keyring::{KEY_ID_LEN, KEY_LEN, KeyError, KeyId, KeyRing, generate_key};
+pub use redemption::{
+    DEFAULT_REDEMPTION_CAPACITY, InMemoryRedemptions, Redemption, RedemptionStore, StoreError,
+    TokenId,
+};
 pub use sealer::{
     CLOCK_SKEW, DEFAULT_MAX_GUEST_STATE, DEFAULT_MAX_TOKEN_LEN, DEFAULT_TTL, OpenedState,
     StateLimits, StateSealer,

@@ -1,6 +1,7 @@
 //! Sealing guest state into `requestState` tokens, and opening them again.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
@@ -11,6 +12,7 @@ use ring::rand::{SecureRandom, SystemRandom};
 use super::binding::{Binding, ct_eq};
 use super::error::{BINDING_FIELD_SIZE, BindingField, GUEST_STATE_SIZE, StateError, TOKEN_LENGTH};
 use super::keyring::KeyRing;
+use super::redemption::{Redemption, RedemptionStore, TokenId};
 use super::token::{
     self, HEADER_LEN, Header, MIN_ENVELOPE_LEN, NONCE_LEN, Payload, TAG_LEN, TOKEN_ID_LEN, VERSION,
 };
@@ -57,8 +59,8 @@ pub struct OpenedState {
     pub round: u32,
     /// The guest's state, as sealed.
     pub guest_state: Option<Vec<u8>>,
-    /// The token's random id: a key for a replay cache when a state must be
-    /// used at most once (this module does not enforce single use).
+    /// The token's random id: what single-use mode records
+    /// ([`StateSealer::with_redemption_store`]).
     pub token_id: [u8; 16],
     /// When it was sealed, unix seconds.
     pub issued_at: u64,
@@ -88,6 +90,8 @@ pub struct StateSealer {
     ttl_secs: u64,
     limits: StateLimits,
     rng: SystemRandom,
+    /// Single-use mode: where redeemed token ids are recorded.
+    redemptions: Option<Arc<dyn RedemptionStore>>,
 }
 
 impl fmt::Debug for StateSealer {
@@ -96,6 +100,7 @@ impl fmt::Debug for StateSealer {
             .field("keys", &self.keys)
             .field("ttl_secs", &self.ttl_secs)
             .field("limits", &self.limits)
+            .field("single_use", &self.single_use())
             .finish()
     }
 }
@@ -109,7 +114,23 @@ impl StateSealer {
             ttl_secs: ttl.as_secs().max(1),
             limits,
             rng: SystemRandom::new(),
+            redemptions: None,
         }
+    }
+
+    /// Single-use mode: [`open`](StateSealer::open) records each token's id
+    /// in `store` once the token has passed every other check, and refuses
+    /// a token whose id is already there ([`StateError::Replayed`]) or when
+    /// the store cannot tell ([`StateError::Unrecorded`]). Processes that
+    /// must refuse each other's replays share one store.
+    pub fn with_redemption_store(mut self, store: Arc<dyn RedemptionStore>) -> Self {
+        self.redemptions = Some(store);
+        self
+    }
+
+    /// Whether tokens are single-use (a redemption store is set).
+    pub fn single_use(&self) -> bool {
+        self.redemptions.is_some()
     }
 
     /// The key ring.
@@ -221,8 +242,10 @@ impl StateSealer {
     ///
     /// Checks, in order: text length, base64url (no padding), version, key
     /// id, AEAD tag, payload layout, expiry, issue time, principal, method,
-    /// target, arguments digest. Any failure is an error naming the check;
-    /// send the client [`StateError::client_message`], never the error.
+    /// target, arguments digest, and last, in single-use mode, that the
+    /// token id has not been redeemed (which redeems it). Any failure is an
+    /// error naming the check; send the client
+    /// [`StateError::client_message`], never the error.
     pub fn open(&self, token: &str, binding: &Binding<'_>) -> Result<OpenedState, StateError> {
         self.open_at(token, binding, unix_now())
     }
@@ -305,6 +328,16 @@ impl StateSealer {
         for (field, sealed, presented) in fields {
             if !ct_eq(sealed, presented) {
                 return Err(StateError::WrongRequest { field });
+            }
+        }
+        // Last: only a genuine token presented with its own request spends
+        // its id.
+        if let Some(store) = &self.redemptions {
+            let id = TokenId::from_bytes(payload.token_id);
+            match store.redeem(&id, payload.expires_at, now) {
+                Ok(Redemption::First) => {}
+                Ok(Redemption::Replay) => return Err(StateError::Replayed(id)),
+                Err(error) => return Err(StateError::Unrecorded(error)),
             }
         }
         Ok(OpenedState {

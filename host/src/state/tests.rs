@@ -1,5 +1,6 @@
 //! Sealing and opening, end to end.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -39,9 +40,13 @@ fn decode(token: &str) -> Vec<u8> {
 /// Seals `plaintext` as a version 1 token under `key`, bypassing the payload
 /// encoder: for payloads the sealer would never produce.
 fn seal_raw(key: &[u8; 32], plaintext: &[u8]) -> String {
+    seal_raw_with_nonce(key, [7u8; 12], plaintext)
+}
+
+/// [`seal_raw`] with the given nonce: deterministic tokens.
+fn seal_raw_with_nonce(key: &[u8; 32], nonce: [u8; 12], plaintext: &[u8]) -> String {
     let id = KeyId::of(key);
     let aead = LessSafeKey::new(UnboundKey::new(&AES_256_GCM, key).unwrap());
-    let nonce = [7u8; 12];
     let mut out = vec![VERSION];
     out.extend_from_slice(id.as_bytes());
     out.extend_from_slice(&nonce);
@@ -696,6 +701,7 @@ fn every_open_failure_gets_the_same_client_message() {
         StateError::WrongRequest {
             field: BindingField::Target,
         },
+        StateError::Replayed(TokenId::from_bytes([1; 16])),
     ];
     for e in &errors {
         assert!(e.is_client_error());
@@ -713,6 +719,22 @@ fn every_open_failure_gets_the_same_client_message() {
         assert!(!e.is_client_error());
         assert_eq!(e.client_message(), SEAL_FAILED_MESSAGE);
     }
+    for e in [
+        StateError::Unrecorded(StoreError::Full { capacity: 1 }),
+        StateError::Unrecorded(StoreError::Unavailable("timeout".into())),
+    ] {
+        assert!(!e.is_client_error());
+        assert_eq!(e.client_message(), STATE_UNRECORDED_MESSAGE);
+        assert!(e.to_string().contains("single-use record"), "{e}");
+    }
+    // The log tells a replay apart from every other refusal.
+    let replay = StateError::Replayed(TokenId::from_bytes([0xab; 16])).to_string();
+    assert!(replay.contains("already used"), "{replay}");
+    assert!(replay.contains(&"ab".repeat(16)), "{replay}");
+    assert!(
+        INVALID_STATE_MESSAGE
+            .contains("retry the original request without requestState and inputResponses")
+    );
     assert_eq!(
         StateError::WrongRequest {
             field: BindingField::Arguments
@@ -739,4 +761,397 @@ fn debug_output_hides_keys_and_guest_state() {
     let shown = format!("{opened:?}");
     assert!(shown.contains("guest_state_len: Some(12)"), "{shown}");
     assert!(!shown.contains("115, 101, 99"), "{shown}"); // "sec"
+}
+
+// ---------------------------------------------------------------------------
+// Single use
+// ---------------------------------------------------------------------------
+
+fn single_use(keys: &[[u8; 32]], store: Arc<dyn RedemptionStore>) -> StateSealer {
+    sealer(keys).with_redemption_store(store)
+}
+
+/// The id of a token sealed with `KEY_A`, read without redeeming it.
+fn id_of(token: &str, b: &Binding<'_>) -> TokenId {
+    TokenId::from_bytes(sealer(&[KEY_A]).open_at(token, b, NOW).unwrap().token_id)
+}
+
+#[test]
+fn without_single_use_a_token_opens_again_and_again() {
+    let s = sealer(&[KEY_A]);
+    assert!(!s.single_use());
+    let a = args();
+    let b = binding(&a);
+    let token = s.seal_at(&b, 1, Some(STATE), NOW).unwrap();
+    for _ in 0..3 {
+        assert_eq!(
+            s.open_at(&token, &b, NOW).unwrap().guest_state.as_deref(),
+            Some(STATE)
+        );
+    }
+}
+
+#[test]
+fn single_use_opens_each_token_once() {
+    let s = single_use(&[KEY_A], Arc::new(InMemoryRedemptions::new(100)));
+    assert!(s.single_use());
+    assert!(format!("{s:?}").contains("single_use: true"));
+    let a = args();
+    let b = binding(&a);
+    let token = s.seal_at(&b, 1, Some(STATE), NOW).unwrap();
+    let other = s.seal_at(&b, 1, Some(STATE), NOW).unwrap();
+    let opened = s.open_at(&token, &b, NOW).unwrap();
+    assert_eq!(opened.guest_state.as_deref(), Some(STATE));
+    let err = s.open_at(&token, &b, NOW + 1).unwrap_err();
+    assert_eq!(
+        err,
+        StateError::Replayed(TokenId::from_bytes(opened.token_id))
+    );
+    assert!(err.is_client_error());
+    assert_eq!(err.client_message(), INVALID_STATE_MESSAGE);
+    // Another token of the same request is its own id.
+    assert!(s.open_at(&other, &b, NOW).is_ok());
+    assert!(matches!(
+        s.open_at(&other, &b, NOW),
+        Err(StateError::Replayed(_))
+    ));
+}
+
+#[test]
+fn refused_tokens_never_spend_their_id() {
+    let s = single_use(&[KEY_A], Arc::new(InMemoryRedemptions::new(100)));
+    let a = args();
+    let b = binding(&a);
+    let token = s.seal_at(&b, 1, Some(STATE), NOW).unwrap();
+    let other_args = json!({"location": "Boston"});
+    let mut altered = decode(&token);
+    let last = altered.len() - 1;
+    altered[last] ^= 1;
+    let failures = [
+        (
+            s.open_at(
+                &token,
+                &Binding {
+                    principal: "mallory",
+                    ..b
+                },
+                NOW,
+            ),
+            "wrong principal",
+        ),
+        (
+            s.open_at(
+                &token,
+                &Binding {
+                    method: "prompts/get",
+                    ..b
+                },
+                NOW,
+            ),
+            "wrong method",
+        ),
+        (
+            s.open_at(
+                &token,
+                &Binding {
+                    target: "other",
+                    ..b
+                },
+                NOW,
+            ),
+            "wrong target",
+        ),
+        (
+            s.open_at(&token, &binding(&other_args), NOW),
+            "wrong arguments",
+        ),
+        (s.open_at(&token, &b, NOW + 600), "expired"),
+        (s.open_at(&token, &b, NOW - 61), "not yet valid"),
+        (
+            s.open_at(&URL_SAFE_NO_PAD.encode(&altered), &b, NOW),
+            "altered tag",
+        ),
+        (
+            single_use(&[KEY_B], Arc::new(InMemoryRedemptions::new(1))).open_at(&token, &b, NOW),
+            "unknown key",
+        ),
+    ];
+    for (result, what) in failures {
+        let err = result.unwrap_err();
+        assert!(!matches!(err, StateError::Replayed(_)), "{what}: {err:?}");
+    }
+    // The genuine request still gets its one use.
+    assert!(s.open_at(&token, &b, NOW).is_ok());
+    assert!(matches!(
+        s.open_at(&token, &b, NOW),
+        Err(StateError::Replayed(_))
+    ));
+}
+
+#[test]
+fn a_shared_store_refuses_replays_across_a_fleet() {
+    let store: Arc<dyn RedemptionStore> = Arc::new(InMemoryRedemptions::new(100));
+    let one = single_use(&[KEY_A], Arc::clone(&store));
+    let two = single_use(&[KEY_A], Arc::clone(&store));
+    let alone = single_use(&[KEY_A], Arc::new(InMemoryRedemptions::new(100)));
+    let a = args();
+    let b = binding(&a);
+    let token = one.seal_at(&b, 1, None, NOW).unwrap();
+    assert!(two.open_at(&token, &b, NOW).is_ok());
+    assert!(matches!(
+        one.open_at(&token, &b, NOW),
+        Err(StateError::Replayed(_))
+    ));
+    // A process with a store of its own does not know (why a fleet shares).
+    assert!(alone.open_at(&token, &b, NOW).is_ok());
+}
+
+/// A shared store that is down.
+struct Unreachable;
+
+impl RedemptionStore for Unreachable {
+    fn redeem(&self, _: &TokenId, _: u64, _: u64) -> Result<Redemption, StoreError> {
+        Err(StoreError::Unavailable("connection refused".into()))
+    }
+}
+
+/// A store that records what it was asked.
+#[derive(Default)]
+struct Recording(std::sync::Mutex<Vec<(TokenId, u64, u64)>>);
+
+impl RedemptionStore for Recording {
+    fn redeem(&self, id: &TokenId, expires_at: u64, now: u64) -> Result<Redemption, StoreError> {
+        self.0.lock().unwrap().push((*id, expires_at, now));
+        Ok(Redemption::First)
+    }
+}
+
+#[test]
+fn a_store_that_cannot_answer_fails_closed_without_spending() {
+    let a = args();
+    let b = binding(&a);
+    let down = single_use(&[KEY_A], Arc::new(Unreachable));
+    let token = down.seal_at(&b, 1, None, NOW).unwrap();
+    let err = down.open_at(&token, &b, NOW).unwrap_err();
+    assert_eq!(
+        err,
+        StateError::Unrecorded(StoreError::Unavailable("connection refused".into()))
+    );
+    assert!(!err.is_client_error());
+    assert_eq!(err.client_message(), STATE_UNRECORDED_MESSAGE);
+    // Not recorded anywhere: once the store is back the token opens.
+    let back = single_use(&[KEY_A], Arc::new(InMemoryRedemptions::new(10)));
+    assert!(back.open_at(&token, &b, NOW).is_ok());
+
+    // A full in-memory store refuses new ids and keeps the live ones.
+    let full = single_use(&[KEY_A], Arc::new(InMemoryRedemptions::new(1)));
+    let first = full.seal_at(&b, 1, None, NOW).unwrap();
+    let second = full.seal_at(&b, 1, None, NOW).unwrap();
+    assert!(full.open_at(&first, &b, NOW).is_ok());
+    assert_eq!(
+        full.open_at(&second, &b, NOW).unwrap_err(),
+        StateError::Unrecorded(StoreError::Full { capacity: 1 })
+    );
+    assert!(matches!(
+        full.open_at(&first, &b, NOW),
+        Err(StateError::Replayed(_))
+    ));
+    // Once the first token has expired its slot is free again.
+    let later = full.seal_at(&b, 1, None, NOW + 600).unwrap();
+    assert!(full.open_at(&later, &b, NOW + 600).is_ok());
+}
+
+#[test]
+fn the_store_gets_the_token_id_its_expiry_and_the_clock() {
+    let recording = Arc::new(Recording::default());
+    let s = single_use(&[KEY_A], recording.clone());
+    let a = args();
+    let b = binding(&a);
+    let token = s.seal_at(&b, 1, None, NOW).unwrap();
+    let id = id_of(&token, &b);
+    s.open_at(&token, &b, NOW + 5).unwrap();
+    assert_eq!(*recording.0.lock().unwrap(), vec![(id, NOW + 600, NOW + 5)]);
+    // Refused tokens are never shown to the store.
+    let _ = s.open_at(&token, &Binding { target: "x", ..b }, NOW);
+    let _ = s.open_at("AAAA", &b, NOW);
+    assert_eq!(recording.0.lock().unwrap().len(), 1);
+}
+
+// ---------------------------------------------------------------------------
+// Random mutations
+// ---------------------------------------------------------------------------
+
+/// xorshift64*: a small deterministic generator, enough to pick mutations.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform enough in `0..n` for picking positions.
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    /// 1 to 4 distinct positions in `0..len`.
+    fn positions(&mut self, len: usize) -> Vec<usize> {
+        let count = (1 + self.below(4)).min(len);
+        let mut picked = Vec::with_capacity(count);
+        while picked.len() < count {
+            let pos = self.below(len);
+            if !picked.contains(&pos) {
+                picked.push(pos);
+            }
+        }
+        picked
+    }
+}
+
+const BASE64URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// `token` with 1 to 4 of its characters replaced by other base64url
+/// characters (the text stays valid base64url except, possibly, its last
+/// character's unused bits).
+fn mutate_text(rng: &mut XorShift, token: &str) -> String {
+    let mut text = token.as_bytes().to_vec();
+    for pos in rng.positions(text.len()) {
+        let old = text[pos];
+        let mut new = old;
+        while new == old {
+            new = BASE64URL[rng.below(64)];
+        }
+        text[pos] = new;
+    }
+    String::from_utf8(text).unwrap()
+}
+
+/// `token` decoded, with 1 to 4 bytes XORed with random nonzero masks,
+/// re-encoded: always well-formed base64url.
+fn mutate_bytes(rng: &mut XorShift, token: &str) -> String {
+    let mut bytes = decode(token);
+    for pos in rng.positions(bytes.len()) {
+        bytes[pos] ^= 1 + rng.below(255) as u8;
+    }
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+#[test]
+fn fifty_thousand_random_mutations_are_never_accepted() {
+    const MUTATIONS: usize = 50_000;
+    // Single use, so that the end also proves no mutation spent the id.
+    let s = single_use(&[KEY_A, KEY_B], Arc::new(InMemoryRedemptions::new(10)));
+    let a = args();
+    let b = binding(&a);
+    // Fixed tokens (fixed nonces and ids, as `seal_at` would lay them
+    // out), so that a failure reproduces exactly.
+    let big = [0u8; 300];
+    let tokens: Vec<String> = [(1, Some(STATE)), (7, None), (2, Some(&big[..]))]
+        .into_iter()
+        .enumerate()
+        .map(|(i, (round, guest_state))| {
+            let payload = Payload {
+                issued_at: NOW,
+                expires_at: NOW + 600,
+                round,
+                token_id: [i as u8 + 1; 16],
+                principal: b.principal,
+                method: b.method,
+                target: b.target,
+                arguments_digest: b.arguments_digest,
+                guest_state,
+            };
+            let mut plain = Vec::new();
+            payload.encode(&mut plain).unwrap();
+            let key = if i == 1 { &KEY_B } else { &KEY_A };
+            seal_raw_with_nonce(key, [i as u8 + 1; 12], &plain)
+        })
+        .collect();
+    for token in &tokens {
+        assert!(sealer(&[KEY_A, KEY_B]).open_at(token, &b, NOW).is_ok());
+    }
+    let mut rng = XorShift(0x0123_4567_89ab_cdef);
+    let mut by_kind = std::collections::BTreeMap::<&str, usize>::new();
+    for i in 0..MUTATIONS {
+        let token = &tokens[i % tokens.len()];
+        let mutated = if i.is_multiple_of(2) {
+            mutate_text(&mut rng, token)
+        } else {
+            mutate_bytes(&mut rng, token)
+        };
+        assert_ne!(&mutated, token, "mutation {i} changed nothing");
+        let err = match s.open_at(&mutated, &b, NOW) {
+            Ok(opened) => panic!("mutation {i} was accepted: {mutated} -> {opened:?}"),
+            Err(err) => err,
+        };
+        assert!(err.is_client_error(), "mutation {i}: {err:?}");
+        assert_eq!(err.client_message(), INVALID_STATE_MESSAGE);
+        let kind = match err {
+            StateError::Malformed(_) => "malformed",
+            StateError::UnsupportedVersion(_) => "version",
+            StateError::UnknownKey(_) => "unknown key",
+            StateError::Forged => "forged",
+            other => panic!("mutation {i}: an unexpected refusal {other:?}"),
+        };
+        *by_kind.entry(kind).or_default() += 1;
+    }
+    assert_eq!(by_kind.values().sum::<usize>(), MUTATIONS);
+    // Most mutations land in the ciphertext and fail authentication.
+    assert!(by_kind["forged"] > MUTATIONS / 2, "{by_kind:?}");
+    // The genuine tokens are untouched and unspent: each opens exactly once.
+    for token in &tokens {
+        assert!(s.open_at(token, &b, NOW).is_ok());
+        assert!(matches!(
+            s.open_at(token, &b, NOW),
+            Err(StateError::Replayed(_))
+        ));
+    }
+}
+
+#[test]
+fn random_mutations_of_a_binding_never_open_a_token() {
+    // The other half of the attack surface: a genuine token presented with
+    // a slightly different request.
+    let s = sealer(&[KEY_A]);
+    let a = args();
+    let b = binding(&a);
+    let token = s.seal_at(&b, 1, Some(STATE), NOW).unwrap();
+    let mut rng = XorShift(0xfeed_beef_cafe_f00d);
+    for i in 0..5_000 {
+        let mut principal = b.principal.as_bytes().to_vec();
+        let mut target = b.target.as_bytes().to_vec();
+        let mut digest = b.arguments_digest;
+        match i % 3 {
+            0 => {
+                let pos = rng.below(principal.len());
+                principal[pos] ^= 1 + rng.below(127) as u8;
+            }
+            1 => {
+                let pos = rng.below(target.len());
+                target[pos] ^= 1 + rng.below(127) as u8;
+            }
+            _ => digest[rng.below(32)] ^= 1 + rng.below(255) as u8,
+        }
+        let principal = String::from_utf8_lossy(&principal).into_owned();
+        let target = String::from_utf8_lossy(&target).into_owned();
+        let wrong = Binding {
+            principal: &principal,
+            target: &target,
+            arguments_digest: digest,
+            ..b
+        };
+        assert_ne!(wrong, b);
+        let err = s.open_at(&token, &wrong, NOW).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                StateError::WrongPrincipal | StateError::WrongRequest { .. }
+            ),
+            "{i}: {err:?}"
+        );
+    }
+    assert!(s.open_at(&token, &b, NOW).is_ok());
 }

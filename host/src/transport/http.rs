@@ -1,37 +1,48 @@
 //! Streamable HTTP (MCP 2026-07-28) on axum.
 //!
-//! One endpoint, `/mcp`, POST only. Before a body is decoded: the `Host` and
-//! `Origin` headers are checked against an allow-list (DNS-rebinding
-//! protection), the bearer token is checked when tokens are configured, and
-//! the body is read up to a size limit.
+//! One endpoint, `/mcp`, POST only; plus, when configured, the OAuth
+//! protected-resource metadata (RFC 9728) on GET
+//! `/.well-known/oauth-protected-resource[/mcp]`, served without a token.
+//! Before a body is decoded: the `Host` and `Origin` headers are checked
+//! against an allow-list (DNS-rebinding protection), the bearer token is
+//! checked when authentication is configured (tokens file, JWT), and the
+//! body is read up to a size limit.
 //!
 //! A request that opted in to notifications (a progress token or a log
 //! level) gets an SSE stream once its first notification exists; a request
 //! that finishes before any notification gets a plain JSON reply, so its HTTP
 //! status can still say what kind of error it was. Dropping the response
 //! (the client went away) drops the call, which stops the guest.
+//!
+//! Connections are accepted by [`connections`]: header-read and idle
+//! timeouts, a cap on open connections, graceful shutdown.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use axum::serve::ListenerExt;
+use axum::routing::{get, post};
 use futures_util::Stream;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
-use crate::auth::{self, TokenTable};
+use crate::auth::metadata::WELL_KNOWN_PATH;
+use crate::auth::{Authenticator, Refusal};
 use crate::protocol::envelope::{self, MirroredHeaders};
 use crate::protocol::jsonrpc::{self, Incoming, RpcError};
 use crate::protocol::{Notifier, Reply, RequestContext, Server};
+
+pub mod connections;
+
+pub use connections::ConnectionLimits;
 
 /// Settings of the HTTP transport.
 #[derive(Debug)]
@@ -42,8 +53,37 @@ pub struct HttpSettings {
     pub allowed_hosts: Vec<String>,
     /// Extra exact origins accepted in `Origin`, e.g. `https://app.example.com`.
     pub allowed_origins: Vec<String>,
-    /// Bearer tokens; `None` serves everyone as [`auth::ANONYMOUS`].
-    pub tokens: Option<TokenTable>,
+    /// Who may call; [`Authenticator::open`] serves everyone as
+    /// [`crate::auth::ANONYMOUS`].
+    pub auth: Authenticator,
+    /// Connection timeouts and cap.
+    pub limits: ConnectionLimits,
+}
+
+/// Connection options of `airlock serve`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ConnectionOptions {
+    /// Time a connection has to send a complete request line and headers, in milliseconds; slower
+    /// connections are closed.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub http_header_timeout_ms: u64,
+    /// How long a keep-alive connection with no request in progress stays open, in milliseconds.
+    #[arg(long, default_value_t = 60_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub http_idle_timeout_ms: u64,
+    /// Most HTTP connections open at once; further connections wait (unaccepted) until one closes.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_connections: u32,
+}
+
+impl ConnectionOptions {
+    /// The limits these options set.
+    pub fn limits(&self) -> ConnectionLimits {
+        ConnectionLimits {
+            header_timeout: Duration::from_millis(self.http_header_timeout_ms),
+            idle_timeout: Duration::from_millis(self.http_idle_timeout_ms),
+            max_connections: self.max_connections,
+        }
+    }
 }
 
 /// The host names a local server accepts by default.
@@ -54,27 +94,59 @@ struct App {
     settings: HttpSettings,
 }
 
-/// Serves `/mcp` on `listener` until `shutdown` completes.
+/// Serves `/mcp` on `listener` until `shutdown` completes, then finishes
+/// the requests in flight.
 pub async fn serve(
     server: Arc<Server>,
     settings: HttpSettings,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let limits = settings.limits;
+    let has_metadata = settings.auth.metadata().is_some();
     let app = Arc::new(App { server, settings });
-    let router = Router::new()
-        .route("/mcp", post(handle_post).fallback(method_not_allowed))
-        .with_state(app);
-    // Replies and SSE events are written whole; Nagle's algorithm would only
-    // hold them back waiting for ACKs.
-    let listener = listener.tap_io(|stream| {
-        if let Err(error) = stream.set_nodelay(true) {
-            tracing::debug!(%error, "cannot set TCP_NODELAY");
+    let mut router = Router::new().route("/mcp", post(handle_post).fallback(method_not_allowed));
+    if has_metadata {
+        router = router.route(WELL_KNOWN_PATH, get(handle_metadata)).route(
+            &format!("{WELL_KNOWN_PATH}/{{*rest}}"),
+            get(handle_metadata),
+        );
+    }
+    connections::serve(listener, router.with_state(app), limits, shutdown).await
+}
+
+/// The protected-resource metadata document (no token needed).
+async fn handle_metadata(State(app): State<Arc<App>>, request: axum::extract::Request) -> Response {
+    if let Err(message) = app.check_host_and_origin(request.headers()) {
+        tracing::info!(%message, "request refused");
+        return error_response(
+            StatusCode::FORBIDDEN,
+            None,
+            &RpcError::invalid_request(message),
+        );
+    }
+    match app.settings.auth.metadata() {
+        Some(metadata) if metadata.serves(request.uri().path()) => {
+            json_response(StatusCode::OK, metadata.document().to_vec())
         }
-    });
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
+        _ => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// A 401 with its `WWW-Authenticate` challenge.
+fn unauthorized(app: &App, refusal: Refusal) -> Response {
+    tracing::debug!(reason = refusal.description(), "request not authenticated");
+    let mut response = error_response(
+        StatusCode::UNAUTHORIZED,
+        None,
+        &RpcError::invalid_request(format!("Unauthorized: {}", refusal.description())),
+    );
+    let challenge = HeaderValue::from_str(&app.settings.auth.challenge(refusal))
+        .unwrap_or_else(|_| HeaderValue::from_static("Bearer realm=\"airlock\""));
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, challenge);
+    response
 }
 
 async fn method_not_allowed() -> Response {
@@ -162,16 +234,11 @@ impl App {
         Ok(())
     }
 
-    fn principal(&self, headers: &HeaderMap) -> Option<String> {
-        match &self.settings.tokens {
-            None => Some(auth::ANONYMOUS.to_owned()),
-            Some(tokens) => {
-                let authorization = headers
-                    .get(header::AUTHORIZATION)
-                    .and_then(|h| h.to_str().ok());
-                tokens.authenticate(authorization).map(str::to_owned)
-            }
-        }
+    fn principal(&self, headers: &HeaderMap) -> Result<String, Refusal> {
+        let authorization = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|h| h.to_str().ok());
+        self.settings.auth.authenticate(authorization)
     }
 }
 
@@ -204,17 +271,9 @@ async fn handle_post(State(app): State<Arc<App>>, request: axum::extract::Reques
             &RpcError::invalid_request(message),
         );
     }
-    let Some(principal) = app.principal(&headers) else {
-        let mut response = error_response(
-            StatusCode::UNAUTHORIZED,
-            None,
-            &RpcError::invalid_request("Unauthorized: send Authorization: Bearer <token>"),
-        );
-        response.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static("Bearer realm=\"airlock\""),
-        );
-        return response;
+    let principal = match app.principal(&headers) {
+        Ok(principal) => principal,
+        Err(refusal) => return unauthorized(&app, refusal),
     };
     if let Some(content_type) = headers
         .get(header::CONTENT_TYPE)

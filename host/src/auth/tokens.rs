@@ -1,4 +1,4 @@
-//! Bearer-token authentication for Streamable HTTP.
+//! Static bearer tokens.
 //!
 //! A tokens file maps secret tokens to principals, one `<token> <principal>`
 //! per line (`#` starts a comment). The principal is what a sealed
@@ -12,11 +12,7 @@ use std::path::Path;
 use anyhow::{Context, bail};
 use ring::digest::{SHA256, digest};
 
-/// The principal of every request when no tokens file is configured.
-pub const ANONYMOUS: &str = "anonymous";
-
-/// The principal of a stdio connection: whoever started the process.
-pub const LOCAL: &str = "local";
+use super::{JWT_PRINCIPAL_PREFIX, bearer_token};
 
 /// Tokens → principals.
 #[derive(Default)]
@@ -66,6 +62,12 @@ impl TokenTable {
                     number + 1
                 );
             }
+            if principal.starts_with(JWT_PRINCIPAL_PREFIX) {
+                bail!(
+                    "line {}: principals starting with `{JWT_PRINCIPAL_PREFIX}` are reserved for JWT callers",
+                    number + 1
+                );
+            }
             if table
                 .by_digest
                 .insert(token_digest(token), principal.to_owned())
@@ -83,14 +85,12 @@ impl TokenTable {
     /// The principal of an `Authorization` header value, if it carries a
     /// known bearer token.
     pub fn authenticate(&self, authorization: Option<&str>) -> Option<&str> {
-        let header = authorization?.trim();
-        let (scheme, token) = header.split_once(' ')?;
-        if !scheme.eq_ignore_ascii_case("bearer") {
-            return None;
-        }
-        self.by_digest
-            .get(&token_digest(token.trim()))
-            .map(String::as_str)
+        self.lookup(bearer_token(authorization)?)
+    }
+
+    /// The principal of a bearer token, if it is listed.
+    pub fn lookup(&self, token: &str) -> Option<&str> {
+        self.by_digest.get(&token_digest(token)).map(String::as_str)
     }
 }
 
@@ -135,6 +135,8 @@ mod tests {
             assert!(!error.contains("token-0123456789"), "{error}");
         }
         assert!(TokenTable::parse("same-token-0123456789 a\nsame-token-0123456789 b").is_err());
+        // JWT principals have their own namespace.
+        assert!(TokenTable::parse("some-token-0123456789 jwt:https://idp#alice").is_err());
         assert!(
             !format!(
                 "{:?}",

@@ -1,0 +1,218 @@
+//! The manifest file beside a component: `NAME.toml` next to `NAME.wasm`.
+//!
+//! ```toml
+//! [limits]
+//! memory-mib = 32           # at most the server's --max-memory-mib
+//! timeout-ms = 2000         # wall-clock deadline of each call
+//! fuel = 50_000_000         # instructions (roughly) per call; needs --enable-fuel
+//! max-output-kib = 256
+//! max-concurrent = 4        # instances of this component running at once
+//!
+//! [[dirs]]
+//! host = "data"             # relative to the manifest's directory
+//! guest = "/data"
+//! mode = "read-only"        # or "read-write"
+//!
+//! [env]
+//! GREETING = { value = "hello" }
+//! REGION = { from-env = "AIRLOCK_REGION" }   # copied from Airlock's environment
+//! API_TOKEN = { secret = "api-token" }       # from --secrets-file
+//!
+//! [http]
+//! allow = ["api.example.com", "localhost:8080"]
+//! ```
+//!
+//! Every section is optional and nothing is granted that is not written
+//! here. Unknown keys and invalid values are refused, naming the file and
+//! the key.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// A parsed manifest, not yet resolved against the host (see
+/// [`Policy::resolve`](super::Policy::resolve)).
+#[derive(Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Manifest {
+    /// Per-call limits that replace the server's defaults.
+    #[serde(default)]
+    pub limits: Limits,
+    /// Host directories the component may open.
+    #[serde(default)]
+    pub dirs: Vec<DirGrant>,
+    /// Environment variables the component sees.
+    #[serde(default)]
+    pub env: BTreeMap<String, EnvSource>,
+    /// Outbound HTTP the component may make.
+    #[serde(default)]
+    pub http: Http,
+}
+
+/// `[limits]`.
+#[derive(Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Limits {
+    /// Memory cap of one instance, in MiB.
+    pub memory_mib: Option<u64>,
+    /// Wall-clock deadline of one call, in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// Fuel of one call (about one unit per wasm instruction).
+    pub fuel: Option<u64>,
+    /// Largest output of one call, in KiB.
+    pub max_output_kib: Option<u64>,
+    /// Most instances of this component running at once.
+    pub max_concurrent: Option<u32>,
+}
+
+/// One `[[dirs]]` entry.
+#[derive(Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct DirGrant {
+    /// The host directory; relative paths start at the manifest's directory.
+    pub host: PathBuf,
+    /// Where the guest sees it (an absolute guest path such as `/data`).
+    pub guest: String,
+    /// `read-only` (the default) or `read-write`.
+    #[serde(default)]
+    pub mode: DirMode,
+}
+
+/// What a component may do in a granted directory.
+#[derive(Debug, Default, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum DirMode {
+    /// List and read.
+    #[default]
+    ReadOnly,
+    /// List, read, create, write, rename, remove.
+    ReadWrite,
+}
+
+/// Where one environment variable's value comes from: exactly one key.
+#[derive(Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct EnvSource {
+    /// A literal value.
+    pub value: Option<String>,
+    /// The value of this variable in Airlock's own environment.
+    pub from_env: Option<String>,
+    /// The value of this secret in the secrets file.
+    pub secret: Option<String>,
+}
+
+/// `[http]`.
+#[derive(Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Http {
+    /// `host` (default ports 80 and 443) or `host:port` entries.
+    #[serde(default)]
+    pub allow: Vec<String>,
+}
+
+impl Manifest {
+    /// The manifest path of a component: `NAME.toml` beside `NAME.wasm`.
+    pub fn path_for(component: &Path) -> PathBuf {
+        component.with_extension("toml")
+    }
+
+    /// Parses manifest text; the error names `file`, the line and the
+    /// offending key (by quoting the line).
+    pub fn parse(text: &str, file: &Path) -> Result<Manifest, String> {
+        toml::from_str(text).map_err(|err| {
+            let message = err.message().trim_end().to_owned();
+            match err.span() {
+                Some(span) => {
+                    let start = span.start.min(text.len());
+                    let line = text[..start].matches('\n').count() + 1;
+                    let quoted = text.lines().nth(line - 1).unwrap_or("").trim();
+                    format!("{}:{line}: {message} (at `{quoted}`)", file.display())
+                }
+                None => format!("{}: {message}", file.display()),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Manifest, String> {
+        Manifest::parse(text, Path::new("tool.toml"))
+    }
+
+    #[test]
+    fn an_empty_manifest_grants_nothing() {
+        assert_eq!(parse("").unwrap(), Manifest::default());
+    }
+
+    #[test]
+    fn every_section_parses() {
+        let manifest = parse(
+            r#"
+            [limits]
+            memory-mib = 16
+            timeout-ms = 500
+            fuel = 1000
+            max-output-kib = 8
+            max-concurrent = 2
+
+            [[dirs]]
+            host = "data"
+            guest = "/data"
+
+            [[dirs]]
+            host = "/tmp/out"
+            guest = "/out"
+            mode = "read-write"
+
+            [env]
+            A = { value = "1" }
+            B = { from-env = "HOME" }
+            C = { secret = "c" }
+
+            [http]
+            allow = ["example.com", "localhost:8080"]
+            "#,
+        )
+        .unwrap();
+        assert_eq!(manifest.limits.memory_mib, Some(16));
+        assert_eq!(manifest.limits.max_concurrent, Some(2));
+        assert_eq!(manifest.dirs[0].mode, DirMode::ReadOnly);
+        assert_eq!(manifest.dirs[1].mode, DirMode::ReadWrite);
+        assert_eq!(manifest.env["B"].from_env.as_deref(), Some("HOME"));
+        assert_eq!(manifest.http.allow.len(), 2);
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_name_file_line_and_key() {
+        for (text, expected) in [
+            (
+                "[limits]\nmemory = 3\n",
+                "tool.toml:2: unknown field `memory`",
+            ),
+            (
+                "[limits]\ntimeout-ms = \"soon\"\n",
+                "tool.toml:2: invalid type",
+            ),
+            (
+                "\n\n[limits]\ntimeout-ms = \"soon\"\n",
+                "(at `timeout-ms = \"soon\"`)",
+            ),
+            ("[network]\n", "unknown field `network`"),
+            ("[limits]\ntimeout-ms = \"soon\"\n", "invalid type"),
+            (
+                "[[dirs]]\nhost = \"a\"\nguest = \"/a\"\nmode = \"all\"\n",
+                "unknown variant `all`",
+            ),
+            ("[env]\nA = { from = \"B\" }\n", "unknown field `from`"),
+            ("[limits]\nfuel = -1\n", "invalid value"),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(err.starts_with("tool.toml:"), "{err}");
+            assert!(err.contains(expected), "{text}: {err}");
+        }
+    }
+}

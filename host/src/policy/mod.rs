@@ -1,0 +1,500 @@
+//! What a component may do: nothing, unless its manifest grants it.
+//!
+//! A component's [`Policy`] is resolved once, when it loads, from its
+//! optional manifest (`NAME.toml` beside `NAME.wasm`, see [`manifest`]) and
+//! the server's defaults. Without a manifest a component gets no files, no
+//! environment variables, no network (sockets are never granted; outbound
+//! HTTP only to hosts a manifest lists) and the server's default limits.
+//! Resolving checks everything it can at load (directories exist, variables
+//! and secrets are set, limits fit the server), so a bad grant fails the
+//! load with a message naming the file and the key, never a call.
+
+pub mod manifest;
+
+use std::collections::BTreeMap;
+use std::path::{Component as PathPart, Path, PathBuf};
+use std::time::Duration;
+
+use self::manifest::{DirMode, Manifest};
+use crate::runtime::RuntimeLimits;
+
+/// Named secret values, from `--secrets-file` (a TOML table of strings).
+#[derive(Default, Clone)]
+pub struct Secrets(BTreeMap<String, String>);
+
+impl Secrets {
+    /// Parses a secrets file: `name = "value"` lines.
+    pub fn parse(text: &str, file: &Path) -> Result<Secrets, String> {
+        toml::from_str::<BTreeMap<String, String>>(text)
+            .map(Secrets)
+            .map_err(|err| format!("{}: {}", file.display(), err.message().trim_end()))
+    }
+
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+}
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
+}
+
+/// The effective policy of one component.
+#[derive(Clone)]
+pub struct Policy {
+    /// The manifest it came from, if any.
+    pub manifest: Option<PathBuf>,
+    /// Preopened directories.
+    pub dirs: Vec<Preopen>,
+    /// Environment variables, in order (values may be secrets: never logged).
+    pub env: Vec<(String, String)>,
+    /// Hosts outbound HTTP may reach.
+    pub http: HttpAllowList,
+    /// The limits every call of the component runs under.
+    pub limits: CallLimits,
+}
+
+/// One preopened directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preopen {
+    /// The host directory (canonical).
+    pub host: PathBuf,
+    /// The guest path.
+    pub guest: String,
+    /// Read-only or read-write.
+    pub mode: DirMode,
+}
+
+/// Per-call limits of one component.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallLimits {
+    /// Memory cap of one instance, in bytes.
+    pub memory_bytes: usize,
+    /// Wall-clock deadline of one call.
+    pub timeout: Duration,
+    /// Fuel of one call, if metered.
+    pub fuel: Option<u64>,
+    /// Largest output of one call, in bytes.
+    pub max_output_bytes: usize,
+    /// Most instances running at once, if limited below the server's limit.
+    pub max_concurrent: Option<u32>,
+}
+
+/// Outbound HTTP destinations: `host` (ports 80 and 443) or `host:port`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HttpAllowList(Vec<(String, Option<u16>)>);
+
+impl HttpAllowList {
+    /// Parses entries; the error names the bad one.
+    fn parse(entries: &[String]) -> Result<HttpAllowList, String> {
+        entries
+            .iter()
+            .map(|entry| {
+                let bad = || {
+                    format!(
+                        "[http] allow: {entry:?} is not `host` or `host:port` (no scheme, no path)"
+                    )
+                };
+                if entry.is_empty() || entry.contains(['/', '@', ' ']) {
+                    return Err(bad());
+                }
+                let (host, port) = match entry.rsplit_once(':') {
+                    Some((host, port)) if !host.ends_with(']') && host.contains(':') => {
+                        // An IPv6 literal without brackets: refuse, it is ambiguous.
+                        let _ = port;
+                        return Err(bad());
+                    }
+                    Some((host, port)) => (host, Some(port.parse::<u16>().map_err(|_| bad())?)),
+                    None => (entry.as_str(), None),
+                };
+                if host.is_empty() {
+                    return Err(bad());
+                }
+                Ok((host.to_ascii_lowercase(), port))
+            })
+            .collect::<Result<_, _>>()
+            .map(HttpAllowList)
+    }
+
+    /// Whether a request to `host` on `port` (the scheme's default if the
+    /// URI gave none) is allowed.
+    pub fn allows(&self, host: &str, port: u16) -> bool {
+        self.0.iter().any(|(allowed, allowed_port)| {
+            allowed.eq_ignore_ascii_case(host)
+                && match allowed_port {
+                    Some(p) => *p == port,
+                    None => port == 80 || port == 443,
+                }
+        })
+    }
+
+    /// Whether nothing is allowed.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::fmt::Display for HttpAllowList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let entries: Vec<String> = self
+            .0
+            .iter()
+            .map(|(host, port)| match port {
+                Some(port) => format!("{host}:{port}"),
+                None => host.clone(),
+            })
+            .collect();
+        f.write_str(&entries.join(", "))
+    }
+}
+
+/// What a policy is resolved against: the server's defaults, the secrets,
+/// whether the engine meters fuel.
+#[derive(Debug, Clone)]
+pub struct PolicyContext<'a> {
+    /// The server's limits (the memory cap is also the most a manifest may ask).
+    pub defaults: &'a RuntimeLimits,
+    /// Named secrets.
+    pub secrets: &'a Secrets,
+}
+
+impl Policy {
+    /// The policy of a component without a manifest: nothing granted, the
+    /// server's limits.
+    pub fn deny_all(defaults: &RuntimeLimits) -> Policy {
+        Policy {
+            manifest: None,
+            dirs: Vec::new(),
+            env: Vec::new(),
+            http: HttpAllowList::default(),
+            limits: CallLimits {
+                memory_bytes: defaults.max_memory_bytes,
+                timeout: defaults.call_timeout,
+                fuel: None,
+                max_output_bytes: defaults.max_output_bytes,
+                max_concurrent: None,
+            },
+        }
+    }
+
+    /// The policy of the component at `component`: its manifest's, if the
+    /// file exists, else [`Policy::deny_all`]. The error names the manifest
+    /// and what is wrong.
+    pub fn load_for(component: &Path, context: &PolicyContext<'_>) -> Result<Policy, String> {
+        let path = Manifest::path_for(component);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Policy::deny_all(context.defaults));
+            }
+            Err(err) => return Err(format!("cannot read {}: {err}", path.display())),
+        };
+        let manifest = Manifest::parse(&text, &path)?;
+        Policy::resolve(&manifest, &path, context)
+            .map_err(|why| format!("{}: {why}", path.display()))
+    }
+
+    /// Resolves a parsed manifest (read from `path`) against the host.
+    pub fn resolve(
+        manifest: &Manifest,
+        path: &Path,
+        context: &PolicyContext<'_>,
+    ) -> Result<Policy, String> {
+        let base = path.parent().unwrap_or(Path::new("."));
+        let mut policy = Policy::deny_all(context.defaults);
+        policy.manifest = Some(path.to_owned());
+        let defaults = context.defaults;
+        let limits = &manifest.limits;
+        if let Some(mib) = limits.memory_mib {
+            let bytes = usize::try_from(mib << 20).unwrap_or(usize::MAX);
+            if mib == 0 || bytes > defaults.max_memory_bytes {
+                return Err(format!(
+                    "[limits] memory-mib = {mib}: must be between 1 and the server's --max-memory-mib ({})",
+                    defaults.max_memory_bytes >> 20
+                ));
+            }
+            policy.limits.memory_bytes = bytes;
+        }
+        if let Some(ms) = limits.timeout_ms {
+            if ms == 0 {
+                return Err("[limits] timeout-ms must be greater than 0".to_owned());
+            }
+            policy.limits.timeout = Duration::from_millis(ms);
+        }
+        if let Some(fuel) = limits.fuel {
+            if !defaults.fuel {
+                return Err("[limits] fuel needs `airlock serve --enable-fuel`".to_owned());
+            }
+            if fuel == 0 {
+                return Err("[limits] fuel must be greater than 0".to_owned());
+            }
+            policy.limits.fuel = Some(fuel);
+        }
+        if let Some(kib) = limits.max_output_kib {
+            if kib == 0 {
+                return Err("[limits] max-output-kib must be greater than 0".to_owned());
+            }
+            policy.limits.max_output_bytes = usize::try_from(kib << 10).unwrap_or(usize::MAX);
+        }
+        if let Some(n) = limits.max_concurrent {
+            if n == 0 {
+                return Err("[limits] max-concurrent must be at least 1".to_owned());
+            }
+            policy.limits.max_concurrent = Some(n);
+        }
+        for (i, grant) in manifest.dirs.iter().enumerate() {
+            let key = format!("[[dirs]] #{}", i + 1);
+            let guest = &grant.guest;
+            let guest_ok = guest.starts_with('/')
+                && Path::new(guest)
+                    .components()
+                    .all(|part| matches!(part, PathPart::RootDir | PathPart::Normal(_)));
+            if !guest_ok {
+                return Err(format!(
+                    "{key}: guest = {guest:?} must be an absolute path without `.` or `..`"
+                ));
+            }
+            let host = base.join(&grant.host);
+            let host = host
+                .canonicalize()
+                .ok()
+                .filter(|p| p.is_dir())
+                .ok_or_else(|| format!("{key}: host = {:?} is not a directory", host.display()))?;
+            if policy.dirs.iter().any(|d| d.guest == *guest) {
+                return Err(format!("{key}: guest path {guest:?} is granted twice"));
+            }
+            policy.dirs.push(Preopen {
+                host,
+                guest: guest.clone(),
+                mode: grant.mode,
+            });
+        }
+        for (name, source) in &manifest.env {
+            let key = format!("[env] {name}");
+            if name.is_empty() || name.contains(['=', '\0']) {
+                return Err(format!("{key}: not a valid variable name"));
+            }
+            let value = match (&source.value, &source.from_env, &source.secret) {
+                (Some(value), None, None) => value.clone(),
+                (None, Some(var), None) => std::env::var(var).map_err(|_| {
+                    format!("{key}: from-env = {var:?} is not set in Airlock's environment")
+                })?,
+                (None, None, Some(secret)) => context
+                    .secrets
+                    .get(secret)
+                    .ok_or_else(|| {
+                        format!(
+                            "{key}: secret = {secret:?} is not in the secrets file (--secrets-file)"
+                        )
+                    })?
+                    .to_owned(),
+                _ => {
+                    return Err(format!(
+                        "{key}: give exactly one of `value`, `from-env` and `secret`"
+                    ));
+                }
+            };
+            if value.contains('\0') {
+                return Err(format!("{key}: the value contains a NUL byte"));
+            }
+            policy.env.push((name.clone(), value));
+        }
+        policy.http = HttpAllowList::parse(&manifest.http.allow)?;
+        Ok(policy)
+    }
+
+    /// A human-readable account of the policy, for `airlock inspect` and
+    /// the load log line (secret values never appear).
+    pub fn describe(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        match &self.manifest {
+            Some(path) => lines.push(format!("manifest: {}", path.display())),
+            None => lines.push("manifest: none (nothing granted)".to_owned()),
+        }
+        if self.dirs.is_empty() {
+            lines.push("files: none".to_owned());
+        }
+        for dir in &self.dirs {
+            let mode = match dir.mode {
+                DirMode::ReadOnly => "read-only",
+                DirMode::ReadWrite => "read-write",
+            };
+            lines.push(format!(
+                "files: {} as {} ({mode})",
+                dir.host.display(),
+                dir.guest
+            ));
+        }
+        if self.env.is_empty() {
+            lines.push("environment: none".to_owned());
+        } else {
+            let names: Vec<&str> = self.env.iter().map(|(name, _)| name.as_str()).collect();
+            lines.push(format!("environment: {}", names.join(", ")));
+        }
+        if self.http.is_empty() {
+            lines.push("outbound HTTP: none".to_owned());
+        } else {
+            lines.push(format!("outbound HTTP: {}", self.http));
+        }
+        lines.push("sockets: none".to_owned());
+        let limits = &self.limits;
+        lines.push(format!(
+            "limits: memory {} MiB, timeout {} ms, output {} KiB, fuel {}, concurrent {}",
+            limits.memory_bytes >> 20,
+            limits.timeout.as_millis(),
+            limits.max_output_bytes >> 10,
+            limits
+                .fuel
+                .map_or("unmetered".to_owned(), |f| f.to_string()),
+            limits
+                .max_concurrent
+                .map_or("server limit".to_owned(), |n| n.to_string()),
+        ));
+        lines
+    }
+}
+
+impl std::fmt::Debug for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Policy")
+            .field("manifest", &self.manifest)
+            .field("dirs", &self.dirs)
+            .field("env", &self.env.iter().map(|(n, _)| n).collect::<Vec<_>>())
+            .field("http", &self.http)
+            .field("limits", &self.limits)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(text: &str, dir: &Path) -> Result<Policy, String> {
+        let defaults = RuntimeLimits::default();
+        let secrets = Secrets::parse("token = \"s3cret\"", Path::new("secrets.toml")).unwrap();
+        let manifest = Manifest::parse(text, Path::new("t.toml"))?;
+        Policy::resolve(
+            &manifest,
+            &dir.join("t.toml"),
+            &PolicyContext {
+                defaults: &defaults,
+                secrets: &secrets,
+            },
+        )
+    }
+
+    fn temp_dir() -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("airlock-policy-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("data")).unwrap();
+        dir
+    }
+
+    #[test]
+    fn grants_resolve_against_the_manifest_directory() {
+        let dir = temp_dir();
+        let policy = resolve(
+            r#"
+            [limits]
+            memory-mib = 8
+            timeout-ms = 250
+            [[dirs]]
+            host = "data"
+            guest = "/data"
+            [env]
+            PLAIN = { value = "v" }
+            TOKEN = { secret = "token" }
+            [http]
+            allow = ["Example.com", "localhost:8080"]
+            "#,
+            &dir,
+        )
+        .unwrap();
+        assert_eq!(policy.limits.memory_bytes, 8 << 20);
+        assert_eq!(policy.limits.timeout, Duration::from_millis(250));
+        assert_eq!(
+            policy.dirs[0].host,
+            dir.join("data").canonicalize().unwrap()
+        );
+        assert_eq!(
+            policy.env,
+            [
+                ("PLAIN".to_owned(), "v".to_owned()),
+                ("TOKEN".to_owned(), "s3cret".to_owned())
+            ]
+        );
+        assert!(policy.http.allows("example.com", 443));
+        assert!(!policy.http.allows("example.com", 8443));
+        assert!(policy.http.allows("localhost", 8080));
+        assert!(!policy.http.allows("localhost", 80));
+        assert!(!policy.http.allows("evil.example.com", 443));
+        let described = policy.describe().join("\n");
+        assert!(described.contains("PLAIN, TOKEN"), "{described}");
+        assert!(!described.contains("s3cret"), "{described}");
+        assert!(!format!("{policy:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn bad_grants_are_refused_with_the_key() {
+        let dir = temp_dir();
+        for (text, expected) in [
+            ("[limits]\nmemory-mib = 100000\n", "memory-mib"),
+            ("[limits]\nfuel = 10\n", "--enable-fuel"),
+            ("[limits]\nmax-concurrent = 0\n", "max-concurrent"),
+            (
+                "[[dirs]]\nhost = \"missing\"\nguest = \"/m\"\n",
+                "is not a directory",
+            ),
+            (
+                "[[dirs]]\nhost = \"data\"\nguest = \"data\"\n",
+                "absolute path",
+            ),
+            (
+                "[[dirs]]\nhost = \"data\"\nguest = \"/a/../b\"\n",
+                "absolute path",
+            ),
+            (
+                "[env]\nX = { from-env = \"AIRLOCK_TEST_SURELY_UNSET\" }\n",
+                "is not set",
+            ),
+            (
+                "[env]\nX = { secret = \"nope\" }\n",
+                "not in the secrets file",
+            ),
+            (
+                "[env]\nX = { value = \"a\", secret = \"token\" }\n",
+                "exactly one",
+            ),
+            ("[env]\nX = {}\n", "exactly one"),
+            (
+                "[http]\nallow = [\"https://example.com\"]\n",
+                "not `host` or `host:port`",
+            ),
+            (
+                "[http]\nallow = [\"example.com:http\"]\n",
+                "not `host` or `host:port`",
+            ),
+        ] {
+            let err = resolve(text, &dir).unwrap_err();
+            assert!(err.contains(expected), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn no_manifest_means_nothing_granted() {
+        let defaults = RuntimeLimits::default();
+        let policy = Policy::load_for(
+            Path::new("/nonexistent/dir/tool.wasm"),
+            &PolicyContext {
+                defaults: &defaults,
+                secrets: &Secrets::default(),
+            },
+        )
+        .unwrap();
+        assert!(policy.manifest.is_none() && policy.dirs.is_empty() && policy.env.is_empty());
+        assert!(policy.http.is_empty());
+        assert_eq!(policy.limits.memory_bytes, defaults.max_memory_bytes);
+    }
+}

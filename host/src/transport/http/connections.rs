@@ -1,0 +1,502 @@
+//! The accept loop: HTTP/1.1 connections with a header-read timeout, an
+//! idle timeout, a cap on open connections, `TCP_NODELAY`, and graceful
+//! shutdown.
+//!
+//! `axum::serve` has none of these timeouts, and hyper's own
+//! `header_read_timeout` also runs while a keep-alive connection sits idle
+//! between requests, so it cannot tell the two apart. Here each connection
+//! has a small state machine, fed by its socket reads and its requests:
+//!
+//! - **awaiting a head** (from accept, or from the first byte after an idle
+//!   spell): the request line and headers must be complete within the header
+//!   timeout, or the connection is closed. This is what stops a client that
+//!   opens connections and trickles bytes (slowloris).
+//! - **busy** (a request is being served, its response streamed): no limit;
+//!   calls have their own deadline and `subscriptions/listen` streams are
+//!   meant to last.
+//! - **idle** (keep-alive, no request in progress): closed after the idle
+//!   timeout.
+//!
+//! Beyond the connection cap, new connections are not accepted: they wait in
+//! the listen backlog until an open connection closes.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::http::{Request, Response};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
+use tokio::time::Instant;
+
+/// Limits on HTTP connections.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnectionLimits {
+    /// Time a connection has to deliver a complete request head.
+    pub header_timeout: Duration,
+    /// How long a keep-alive connection may sit idle between requests.
+    pub idle_timeout: Duration,
+    /// Most connections open at once.
+    pub max_connections: u32,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            max_connections: 1024,
+        }
+    }
+}
+
+/// How long to wait before accepting again after an accept error that is
+/// not about one connection (e.g. out of file descriptors).
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// How often at most the "connection limit reached" warning is logged.
+const FULL_WARNING_EVERY: Duration = Duration::from_secs(10);
+
+/// Serves `router` on `listener` until `shutdown` completes; then stops
+/// accepting, lets every open connection finish its requests in flight
+/// (idle ones close at once), and returns when all are closed.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    let permits = Arc::new(Semaphore::new(limits.max_connections as usize));
+    let (stop, stopped) = watch::channel(false);
+    let mut builder = http1::Builder::new();
+    // No hyper timer: the timeouts are ours (see the module docs).
+    builder.keep_alive(true).header_read_timeout(None);
+    let mut last_full_warning: Option<Instant> = None;
+    tokio::pin!(shutdown);
+    loop {
+        let permit = tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            permit = permits.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+        };
+        if permits.available_permits() == 0
+            && last_full_warning.is_none_or(|at| at.elapsed() >= FULL_WARNING_EVERY)
+        {
+            last_full_warning = Some(Instant::now());
+            tracing::warn!(
+                max = limits.max_connections,
+                "HTTP connection limit reached: new connections wait until one closes (--max-connections)"
+            );
+        }
+        let stream = tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(error) if is_connection_error(&error) => continue,
+                Err(error) => {
+                    tracing::error!(%error, "cannot accept a connection");
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    continue;
+                }
+            },
+        };
+        tokio::spawn(connection(
+            stream,
+            builder.clone(),
+            router.clone(),
+            limits,
+            stopped.clone(),
+            permit,
+        ));
+    }
+    drop(listener);
+    let open = limits.max_connections as usize - permits.available_permits();
+    if open > 0 {
+        tracing::info!(open, "waiting for open connections to finish");
+    }
+    let _ = stop.send(true);
+    // Every connection holds a permit until it closes.
+    let _all = permits.acquire_many(limits.max_connections).await;
+    Ok(())
+}
+
+/// Errors about one connection (the peer gave up before it was accepted).
+fn is_connection_error(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+    )
+}
+
+async fn connection(
+    stream: TcpStream,
+    builder: http1::Builder,
+    router: Router,
+    limits: ConnectionLimits,
+    mut stop: watch::Receiver<bool>,
+    _permit: OwnedSemaphorePermit,
+) {
+    // Replies and SSE events are written whole; Nagle's algorithm would only
+    // hold them back waiting for ACKs.
+    if let Err(error) = stream.set_nodelay(true) {
+        tracing::debug!(%error, "cannot set TCP_NODELAY");
+    }
+    let activity = Arc::new(Activity::new(limits));
+    let io = TokioIo::new(WatchedIo {
+        inner: stream,
+        activity: activity.clone(),
+    });
+    let service = TrackedService {
+        inner: TowerToHyperService::new(router),
+        activity: activity.clone(),
+    };
+    let conn = builder.serve_connection(io, service);
+    tokio::pin!(conn);
+    let mut stopping = false;
+    loop {
+        tokio::select! {
+            result = conn.as_mut() => {
+                if let Err(error) = result {
+                    tracing::debug!(%error, "HTTP connection ended with an error");
+                }
+                return;
+            }
+            _ = stop.changed(), if !stopping => {
+                // Finish the request in flight, if any, then close.
+                stopping = true;
+                conn.as_mut().graceful_shutdown();
+            }
+            why = activity.expired() => {
+                tracing::debug!(why, "closing an HTTP connection");
+                return;
+            }
+        }
+    }
+}
+
+/// Where a connection is in its life.
+#[derive(Debug, Clone, Copy)]
+enum Phase {
+    /// Waiting for a complete request head since this instant.
+    Head(Instant),
+    /// This many requests are being served (their responses not yet done).
+    Busy(usize),
+    /// Nothing in progress since this instant.
+    Idle(Instant),
+}
+
+/// The timeout state machine of one connection (see the module docs).
+struct Activity {
+    limits: ConnectionLimits,
+    phase: Mutex<Phase>,
+    /// Mirrors `phase == Idle` so reads skip the lock in the common case.
+    idle: AtomicBool,
+    /// Wakes the watchdog ([`Activity::expired`]) when the phase changes.
+    changed: Notify,
+}
+
+impl Activity {
+    fn new(limits: ConnectionLimits) -> Self {
+        Self {
+            limits,
+            phase: Mutex::new(Phase::Head(Instant::now())),
+            idle: AtomicBool::new(false),
+            changed: Notify::new(),
+        }
+    }
+
+    fn phase(&self) -> std::sync::MutexGuard<'_, Phase> {
+        self.phase
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Bytes arrived: an idle connection starts receiving a request head.
+    fn on_read(&self) {
+        if !self.idle.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut phase = self.phase();
+        if let Phase::Idle(_) = *phase {
+            *phase = Phase::Head(Instant::now());
+            self.idle.store(false, Ordering::Relaxed);
+            self.changed.notify_one();
+        }
+    }
+
+    /// A request head was parsed; the returned guard marks its end when the
+    /// response is done (or dropped).
+    fn begin(self: &Arc<Self>) -> RequestGuard {
+        let mut phase = self.phase();
+        *phase = match *phase {
+            Phase::Busy(n) => Phase::Busy(n + 1),
+            Phase::Head(_) | Phase::Idle(_) => Phase::Busy(1),
+        };
+        self.idle.store(false, Ordering::Relaxed);
+        self.changed.notify_one();
+        RequestGuard(self.clone())
+    }
+
+    fn end(&self) {
+        let mut phase = self.phase();
+        *phase = match *phase {
+            Phase::Busy(n) if n > 1 => Phase::Busy(n - 1),
+            _ => {
+                self.idle.store(true, Ordering::Relaxed);
+                Phase::Idle(Instant::now())
+            }
+        };
+        self.changed.notify_one();
+    }
+
+    /// When the current phase times out, and why.
+    fn deadline(&self) -> Option<(Instant, &'static str)> {
+        match *self.phase() {
+            Phase::Head(since) => Some((
+                since + self.limits.header_timeout,
+                "no complete request head within the header timeout",
+            )),
+            Phase::Idle(since) => Some((since + self.limits.idle_timeout, "idle timeout")),
+            Phase::Busy(_) => None,
+        }
+    }
+
+    /// Completes when the connection has timed out, with the reason.
+    async fn expired(&self) -> &'static str {
+        loop {
+            // A change between reading the deadline and waiting leaves a
+            // permit in `changed`, so it is never missed.
+            let changed = self.changed.notified();
+            match self.deadline() {
+                None => changed.await,
+                Some((at, _)) => {
+                    tokio::select! {
+                        () = tokio::time::sleep_until(at) => {
+                            if let Some((at, why)) = self.deadline()
+                                && at <= Instant::now()
+                            {
+                                return why;
+                            }
+                        }
+                        () = changed => {}
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Marks the end of a request when dropped.
+struct RequestGuard(Arc<Activity>);
+
+impl Drop for RequestGuard {
+    fn drop(&mut self) {
+        self.0.end();
+    }
+}
+
+/// The router, with each request tracked from its head to the end of its
+/// response body.
+#[derive(Clone)]
+struct TrackedService {
+    inner: TowerToHyperService<Router>,
+    activity: Arc<Activity>,
+}
+
+type ResponseFuture =
+    Pin<Box<dyn Future<Output = Result<Response<TrackedBody>, Infallible>> + Send>>;
+
+impl hyper::service::Service<Request<Incoming>> for TrackedService {
+    type Response = Response<TrackedBody>;
+    type Error = Infallible;
+    type Future = ResponseFuture;
+
+    fn call(&self, request: Request<Incoming>) -> Self::Future {
+        let guard = self.activity.begin();
+        let response = self.inner.call(request);
+        Box::pin(async move {
+            let response = response.await?;
+            Ok(response.map(|body| TrackedBody {
+                body,
+                _guard: guard,
+            }))
+        })
+    }
+}
+
+/// A response body that ends its request when it is dropped (sent or not).
+struct TrackedBody {
+    body: Body,
+    _guard: RequestGuard,
+}
+
+impl http_body::Body for TrackedBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// The socket, reporting reads to the connection's [`Activity`].
+struct WatchedIo {
+    inner: TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl AsyncRead for WatchedIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let result = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if matches!(result, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.activity.on_read();
+        }
+        result
+    }
+}
+
+impl AsyncWrite for WatchedIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: Duration = Duration::from_millis(100);
+    const IDLE: Duration = Duration::from_millis(400);
+    /// Slack for a loaded machine: a timeout fires no earlier than its
+    /// deadline and not much later.
+    const SLACK: Duration = Duration::from_secs(5);
+
+    fn activity() -> Arc<Activity> {
+        Arc::new(Activity::new(ConnectionLimits {
+            header_timeout: HEADER,
+            idle_timeout: IDLE,
+            max_connections: 4,
+        }))
+    }
+
+    fn watchdog(activity: &Arc<Activity>) -> tokio::task::JoinHandle<&'static str> {
+        let activity = activity.clone();
+        tokio::spawn(async move { activity.expired().await })
+    }
+
+    #[tokio::test]
+    async fn a_new_connection_must_send_its_head_in_time() {
+        let activity = activity();
+        let start = Instant::now();
+        assert_eq!(
+            activity.expired().await,
+            "no complete request head within the header timeout"
+        );
+        assert!(start.elapsed() >= HEADER);
+        assert!(start.elapsed() < HEADER + SLACK);
+    }
+
+    #[tokio::test]
+    async fn busy_connections_never_time_out_and_idle_ones_do() {
+        let activity = activity();
+        let guard = activity.begin();
+        let watchdog = watchdog(&activity);
+        tokio::time::sleep(IDLE * 3).await;
+        assert!(!watchdog.is_finished(), "a busy connection timed out");
+        let idle_since = Instant::now();
+        drop(guard);
+        assert_eq!(watchdog.await.unwrap(), "idle timeout");
+        assert!(idle_since.elapsed() >= IDLE);
+        assert!(idle_since.elapsed() < IDLE + SLACK);
+    }
+
+    #[tokio::test]
+    async fn the_header_timeout_starts_with_the_first_byte_after_idling() {
+        let activity = activity();
+        drop(activity.begin());
+        let watchdog = watchdog(&activity);
+        // Idle for longer than the header timeout, then a byte arrives.
+        tokio::time::sleep(HEADER * 2).await;
+        assert!(!watchdog.is_finished(), "idle time counted as header time");
+        activity.on_read();
+        let first_byte = Instant::now();
+        assert_eq!(
+            watchdog.await.unwrap(),
+            "no complete request head within the header timeout"
+        );
+        assert!(first_byte.elapsed() >= HEADER);
+        assert!(first_byte.elapsed() < HEADER + SLACK);
+    }
+
+    #[tokio::test]
+    async fn overlapping_requests_keep_the_connection_busy() {
+        let activity = activity();
+        let first = activity.begin();
+        let second = activity.begin();
+        drop(first);
+        assert!(activity.deadline().is_none());
+        drop(second);
+        assert_eq!(
+            activity.deadline().map(|(_, why)| why),
+            Some("idle timeout")
+        );
+    }
+}
