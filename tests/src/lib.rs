@@ -9,6 +9,7 @@ pub mod client;
 pub mod everything;
 pub mod flows;
 pub mod http;
+pub mod jwt;
 pub mod mcp;
 pub mod paths;
 pub mod server;

@@ -7,10 +7,10 @@ use std::thread::sleep;
 use std::time::Duration;
 
 use airlock_e2e::mcp::{
-    ToolCall, assert_state_rejected, complete, elicit, error_code, input_required, is_error,
-    request_state, text,
+    ToolCall, all_caps, assert_state_rejected, complete, elicit, error_code, error_message,
+    input_required, is_error, request_state, retry_params, text, with_meta,
 };
-use airlock_e2e::{Airlock, Http, HttpServer, McpClient, ToolsDir, code, run_airlock};
+use airlock_e2e::{Airlock, Http, HttpServer, McpClient, ToolsDir, code, run_airlock, wait_until};
 use base64::Engine;
 use serde_json::{Value, json};
 
@@ -384,4 +384,385 @@ fn a_rotated_key_ring_still_opens_old_tokens() {
     assert_accepted(&across(&a.client(), &b.client(), "rotate"), "rotate");
     // The new ring seals with the new key, which the old ring lacks.
     assert_state_rejected(&across(&b.client(), &a.client(), "rotate"));
+}
+
+// ---------------------------------------------------------------------------
+// requestState hardening: random mutations, methods, bounds, rotation,
+// single use.
+// ---------------------------------------------------------------------------
+
+/// What every refused requestState tells the client, whatever the reason.
+const RESTART_GUIDANCE: &str = "retry the original request without requestState and inputResponses";
+
+/// Asserts a -32602 refusal of requestState with the restart guidance.
+#[track_caller]
+fn assert_invalid_state(response: &Value) {
+    assert_state_rejected(response);
+    let message = error_message(response);
+    assert!(
+        message.contains(RESTART_GUIDANCE),
+        "the refusal should tell the client to restart: {response}"
+    );
+}
+
+/// Waits until the server's log holds `needle` `times` times; returns the log.
+#[track_caller]
+fn wait_for_log(server: &HttpServer, needle: &str, times: usize) -> String {
+    wait_until(&format!("{times} × {needle:?} in the server log"), || {
+        let log = server.stderr();
+        if log.matches(needle).count() >= times {
+            Ok(log)
+        } else {
+            Err(log)
+        }
+    })
+}
+
+/// xorshift64*: deterministic mutations, no dependency.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    /// 1 to 4 distinct positions in `0..len`.
+    fn positions(&mut self, len: usize) -> Vec<usize> {
+        let count = (1 + self.below(4)).min(len);
+        let mut picked = Vec::with_capacity(count);
+        while picked.len() < count {
+            let pos = self.below(len);
+            if !picked.contains(&pos) {
+                picked.push(pos);
+            }
+        }
+        picked
+    }
+}
+
+const URL_SAFE: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+/// `token` with 1–4 characters replaced by other base64url characters
+/// (even indices of `i`), or decoded, 1–4 bytes XORed with nonzero masks,
+/// and re-encoded (odd).
+fn mutate(rng: &mut XorShift, token: &str, i: usize) -> String {
+    let mutated = if i.is_multiple_of(2) {
+        let mut text = token.as_bytes().to_vec();
+        for pos in rng.positions(text.len()) {
+            let old = text[pos];
+            while text[pos] == old {
+                text[pos] = BASE64URL[rng.below(64)];
+            }
+        }
+        String::from_utf8(text).unwrap()
+    } else {
+        let mut bytes = URL_SAFE.decode(token).expect("a base64url token");
+        for pos in rng.positions(bytes.len()) {
+            bytes[pos] ^= 1 + rng.below(255) as u8;
+        }
+        URL_SAFE.encode(bytes)
+    };
+    assert_ne!(mutated, token);
+    mutated
+}
+
+#[test]
+fn hundreds_of_random_mutations_are_refused_by_the_server() {
+    const MUTATIONS: usize = 400;
+    let server = serve_deploy();
+    let client = server.client();
+    let token = first_round(&client, "fuzz");
+    let mut rng = XorShift(0x5eed_f00d_a171_0c0c);
+    for i in 0..MUTATIONS {
+        let mutated = mutate(&mut rng, &token, i);
+        let response = second_round(&client, "fuzz", &mutated);
+        assert!(
+            response.get("error").is_some(),
+            "mutation {i} ({mutated}) was accepted: {response}"
+        );
+        assert_invalid_state(&response);
+    }
+    // The genuine token is unharmed.
+    assert_accepted(&second_round(&client, "fuzz", &token), "fuzz");
+    // Every refusal is logged.
+    wait_for_log(&server, "requestState refused", MUTATIONS);
+}
+
+#[test]
+fn tokens_are_bound_to_the_method() {
+    // tools/call, prompts/get and resources/read all carry requestState;
+    // a token from one is refused by the others.
+    let server = Airlock::new(&ToolsDir::with(&["everything"])).start_http();
+    let client = server.client();
+    let tool = ToolCall::new("test_input_required_result_request_state", json!({}));
+    let tool_state = request_state(input_required(&client.call(&tool)));
+    let prompt = with_meta(
+        json!({"name": "test_input_required_result_prompt", "arguments": {}}),
+        all_caps(),
+    );
+    let first = client.exchange("prompts/get", prompt.clone()).response;
+    let prompt_asked = input_required(&first).clone();
+    let prompt_state = request_state(&prompt_asked);
+    let prompt_answer =
+        json!({"user_context": elicit("accept", Some(json!({"context": "bound"})))});
+
+    let read = |state: &str| {
+        client.rpc(
+            "resources/read",
+            json!({"uri": "test://static-text", "requestState": state}),
+            all_caps(),
+        )
+    };
+    let get_prompt = |state: &str| {
+        let mut params = prompt.clone();
+        params["requestState"] = json!(state);
+        params["inputResponses"] = prompt_answer.clone();
+        client.exchange("prompts/get", params).response
+    };
+    let call_tool = |state: &str| client.call(&tool.clone().responses(yes()).state(state));
+
+    // A tools/call token on prompts/get and resources/read.
+    assert_invalid_state(&get_prompt(&tool_state));
+    assert_invalid_state(&read(&tool_state));
+    // A prompts/get token on tools/call and resources/read.
+    assert_invalid_state(&call_tool(&prompt_state));
+    assert_invalid_state(&read(&prompt_state));
+    // A resources/read with a state it never minted.
+    let garbage = URL_SAFE.encode([1u8; 120]);
+    assert_invalid_state(&read(&garbage));
+
+    // Each token still works where it was minted.
+    let done = call_tool(&tool_state);
+    let r = complete(&done);
+    assert!(!is_error(r), "{done}");
+    assert_eq!(text(r), "state-ok: requestState validated", "{done}");
+    let done = client
+        .exchange(
+            "prompts/get",
+            retry_params(&prompt, &prompt_asked, prompt_answer.clone()),
+        )
+        .response;
+    let messages = complete(&done)["messages"].to_string();
+    assert!(messages.contains("Prompt with context: bound"), "{done}");
+    // The log names the mismatch.
+    wait_for_log(&server, "the method differs", 4);
+}
+
+#[test]
+fn oversized_tokens_are_refused_before_decoding() {
+    // The token limit is 72 KiB of text (48 KiB of guest state, base64,
+    // plus the envelope); anything longer is refused unread.
+    const MAX_TOKEN_LEN: usize = 72 * 1024;
+    let server = serve_deploy();
+    let client = server.client();
+    let token = first_round(&client, "big");
+    for bad in [
+        "A".repeat(MAX_TOKEN_LEN),
+        "A".repeat(MAX_TOKEN_LEN + 1),
+        format!("{token}{}", "A".repeat(MAX_TOKEN_LEN)),
+        "A".repeat(1024 * 1024),
+    ] {
+        let response = second_round(&client, "big", &bad);
+        assert_invalid_state(&response);
+    }
+    // The log says why.
+    wait_for_log(&server, &format!("over the limit of {MAX_TOKEN_LEN}"), 3);
+    assert_accepted(&second_round(&client, "big", &token), "big");
+}
+
+#[test]
+fn the_round_limit_is_exact_and_sealed_in_the_token() {
+    let server = Airlock::new(&ToolsDir::with(&["probe"]))
+        .args(["--max-rounds", "3"])
+        .start_http();
+    let client = server.client();
+    // Exactly 3 rounds: allowed.
+    let call = ToolCall::new("count_rounds", json!({"rounds": 3}));
+    let mut response = client.call(&call);
+    for _ in 0..2 {
+        let r = input_required(&response).clone();
+        response = client.call(&call.retry(&r, Value::Null));
+    }
+    complete(&response);
+    // 4 rounds: the 4th request is refused.
+    let call = ToolCall::new("count_rounds", json!({"rounds": 4}));
+    let mut response = client.call(&call);
+    let mut states = Vec::new();
+    for _ in 0..3 {
+        let r = input_required(&response).clone();
+        states.push(request_state(&r));
+        response = client.call(&call.retry(&r, Value::Null));
+    }
+    assert_eq!(error_code(&response), code::INVALID_PARAMS, "{response}");
+    assert!(
+        error_message(&response).contains("3 rounds"),
+        "the refusal should name the limit: {response}"
+    );
+    // The round number is inside the sealed token: presenting the last
+    // token again never resets it, and an earlier one only resumes from
+    // its own round.
+    let last = states.last().unwrap();
+    let again = client.call(&call.clone().state(last.as_str()));
+    assert_eq!(error_code(&again), code::INVALID_PARAMS, "{again}");
+    let earlier = client.call(&call.clone().state(states[1].as_str()));
+    input_required(&earlier);
+}
+
+/// The key id a token was sealed with (bytes 1..9 of the envelope).
+fn key_id_of(token: &str) -> Vec<u8> {
+    URL_SAFE.decode(token).expect("a base64url token")[1..9].to_vec()
+}
+
+#[test]
+fn key_rotation_end_to_end_across_restarts() {
+    // One process, restarted at each step of a rotation.
+    let tools = ToolsDir::with(&["deploy"]);
+    let dir = tempfile::tempdir().unwrap();
+    let (old, new) = (keygen(), keygen());
+    let keys = dir.path().join("state-keys");
+    let start = |ring: &[&str]| {
+        std::fs::write(&keys, ring.join("\n") + "\n").unwrap();
+        Airlock::new(&tools)
+            .arg("--state-keys-file")
+            .arg(&keys)
+            .start_http()
+    };
+
+    // 1. Only the old key.
+    let server = start(&[&old]);
+    let sealed_by_old = first_round(&server.client(), "rotate");
+    drop(server);
+
+    // 2. Overlap: the new key first (it seals), the old one second (it
+    // still opens).
+    let server = start(&[&new, &old]);
+    let client = server.client();
+    assert_accepted(&second_round(&client, "rotate", &sealed_by_old), "rotate");
+    let sealed_by_new = first_round(&client, "rotate");
+    assert_ne!(
+        key_id_of(&sealed_by_new),
+        key_id_of(&sealed_by_old),
+        "after the rotation new tokens must be sealed with the new key"
+    );
+    assert_accepted(&second_round(&client, "rotate", &sealed_by_new), "rotate");
+    drop(server);
+
+    // 3. The old key removed: its tokens are refused, the new key's open.
+    let server = start(&[&new]);
+    let client = server.client();
+    assert_invalid_state(&second_round(&client, "rotate", &sealed_by_old));
+    assert_accepted(&second_round(&client, "rotate", &sealed_by_new), "rotate");
+    // The log says the key is gone.
+    wait_for_log(&server, "which is not in the key ring", 1);
+}
+
+#[test]
+fn without_single_use_a_retry_with_the_same_token_works_twice() {
+    let server = serve_deploy();
+    let client = server.client();
+    let state = first_round(&client, "retry");
+    assert_accepted(&second_round(&client, "retry", &state), "retry");
+    // The answer got lost, say; the client sends the same round again.
+    assert_accepted(&second_round(&client, "retry", &state), "retry");
+}
+
+#[test]
+fn single_use_state_opens_each_token_once() {
+    let server = Airlock::new(&ToolsDir::with(&["deploy", "probe", "everything"]))
+        .arg("--single-use-state")
+        .start_http();
+    let client = server.client();
+    assert!(
+        server.stderr().contains("single-use requestState"),
+        "the server should say single use is on:\n{}",
+        server.stderr()
+    );
+
+    // Refused presentations do not spend the token...
+    let state = first_round(&client, "once");
+    assert_invalid_state(&second_round(&client, "other", &state));
+    let mut rng = XorShift(42);
+    for i in 0..20 {
+        assert_invalid_state(&second_round(&client, "once", &mutate(&mut rng, &state, i)));
+    }
+    // ...the genuine one does: once.
+    assert_accepted(&second_round(&client, "once", &state), "once");
+    let replay = second_round(&client, "once", &state);
+    assert_invalid_state(&replay);
+    // The log tells a replay apart from other refusals.
+    let log = wait_for_log(&server, "already used (single-use mode)", 1);
+    assert_eq!(
+        log.matches("already used").count(),
+        1,
+        "only the replay is a replay:\n{log}"
+    );
+
+    // A multi-round call still runs: each round has a fresh token.
+    let call = ToolCall::new("count_rounds", json!({"rounds": 3}));
+    let mut response = client.call(&call);
+    let mut spent = Vec::new();
+    for _ in 0..2 {
+        let r = input_required(&response).clone();
+        spent.push(r.clone());
+        response = client.call(&call.retry(&r, Value::Null));
+    }
+    complete(&response);
+    for r in &spent {
+        assert_invalid_state(&client.call(&call.retry(r, Value::Null)));
+    }
+
+    // Prompts too.
+    let prompt = with_meta(
+        json!({"name": "test_input_required_result_prompt", "arguments": {}}),
+        all_caps(),
+    );
+    let first = client.exchange("prompts/get", prompt.clone()).response;
+    let asked = input_required(&first).clone();
+    let answer = json!({"user_context": elicit("accept", Some(json!({"context": "x"})))});
+    let retry = retry_params(&prompt, &asked, answer);
+    complete(&client.exchange("prompts/get", retry.clone()).response);
+    assert_invalid_state(&client.exchange("prompts/get", retry).response);
+}
+
+#[test]
+fn a_full_single_use_record_fails_closed_until_tokens_expire() {
+    let server = serve_single_use_with_capacity_one();
+    let client = server.client();
+    let first = first_round(&client, "one");
+    let second = first_round(&client, "two");
+    assert_accepted(&second_round(&client, "one", &first), "one");
+    // The record is full of live ids: the second token is refused as the
+    // server's failure, not spent, and not the client's fault.
+    let refused = second_round(&client, "two", &second);
+    assert_eq!(error_code(&refused), -32603, "{refused}");
+    assert!(
+        error_message(&refused).contains("retry this request later"),
+        "{refused}"
+    );
+    wait_for_log(&server, "single-use record is full (1 live token ids)", 1);
+    // Still no forgetting: the first token stays spent.
+    assert_invalid_state(&second_round(&client, "one", &first));
+    // Once the first token has expired its slot is free again.
+    sleep(Duration::from_millis(3200));
+    let third = first_round(&client, "three");
+    assert_accepted(&second_round(&client, "three", &third), "three");
+}
+
+fn serve_single_use_with_capacity_one() -> HttpServer {
+    Airlock::new(&ToolsDir::with(&["deploy"]))
+        .args([
+            "--single-use-state",
+            "--single-use-capacity",
+            "1",
+            "--state-ttl-secs",
+            "3",
+        ])
+        .start_http()
 }
