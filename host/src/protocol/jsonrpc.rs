@@ -1,8 +1,10 @@
 //! JSON-RPC 2.0 framing: telling requests, notifications and responses apart,
 //! the error codes MCP uses, and writing responses.
 //!
-//! Request ids are kept as the exact JSON value the client sent (string or
-//! number, however large) so that every response echoes them unchanged.
+//! Request ids are kept as the exact JSON value the client sent (a string,
+//! or an integer within 64 bits, as MCP's `RequestId` allows) so that every
+//! response echoes them unchanged. Other numbers (fractions, integers too
+//! large to echo exactly) are refused.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -167,11 +169,14 @@ pub fn decode(bytes: &[u8]) -> Result<Incoming, DecodeError> {
     };
     let id = match object.remove("id") {
         None => None,
-        Some(id @ (Value::String(_) | Value::Number(_))) => Some(id),
+        Some(id @ Value::String(_)) => Some(id),
+        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Some(Value::Number(n)),
         Some(_) => {
             return Err(fail(
                 None,
-                RpcError::invalid_request("Invalid Request: id must be a string or a number"),
+                RpcError::invalid_request(
+                    "Invalid Request: id must be a string or an integer (within 64 bits)",
+                ),
             ));
         }
     };
@@ -337,6 +342,11 @@ mod tests {
                 .code,
             codes::INVALID_REQUEST
         );
+        for id in ["1.5", "123456789012345678901234567890", "-1e3"] {
+            let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"m"}}"#);
+            let e = error_of(body.as_bytes());
+            assert_eq!((e.error.code, e.id), (codes::INVALID_REQUEST, None), "{id}");
+        }
         let e = error_of(br#"{"jsonrpc":"1.0","id":3,"method":"m"}"#);
         assert_eq!(
             (e.error.code, e.id),
