@@ -13,6 +13,7 @@ pub mod manifest;
 
 use std::collections::BTreeMap;
 use std::path::{Component as PathPart, Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use self::manifest::{DirMode, Manifest};
@@ -50,8 +51,8 @@ pub struct Policy {
     pub dirs: Vec<Preopen>,
     /// Environment variables, in order (values may be secrets: never logged).
     pub env: Vec<(String, String)>,
-    /// Hosts outbound HTTP may reach.
-    pub http: HttpAllowList,
+    /// Hosts outbound HTTP may reach (shared with every call's hooks).
+    pub http: Arc<HttpAllowList>,
     /// The limits every call of the component runs under.
     pub limits: CallLimits,
 }
@@ -168,7 +169,7 @@ impl Policy {
             manifest: None,
             dirs: Vec::new(),
             env: Vec::new(),
-            http: HttpAllowList::default(),
+            http: Arc::default(),
             limits: CallLimits {
                 memory_bytes: defaults.max_memory_bytes,
                 timeout: defaults.call_timeout,
@@ -301,7 +302,7 @@ impl Policy {
             }
             policy.env.push((name.clone(), value));
         }
-        policy.http = HttpAllowList::parse(&manifest.http.allow)?;
+        policy.http = Arc::new(HttpAllowList::parse(&manifest.http.allow)?);
         Ok(policy)
     }
 

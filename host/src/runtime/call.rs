@@ -252,17 +252,13 @@ impl Runtime {
             .trap_on_grow_failure(true)
             .build();
         let changes = component.map(|(component, _)| (component.clone(), self.changes.clone()));
-        let allow = if granted {
-            policy.http.clone()
-        } else {
-            Default::default()
-        };
         let state = CallState {
             wasi,
             table: ResourceTable::new(),
             http: WasiHttpCtx::new(),
+            // Listing runs under the deny-all policy: its list is empty.
             http_hooks: HttpHooks {
-                allow: Arc::new(allow),
+                allow: policy.http.clone(),
                 label: label.clone(),
             },
             limiter: CallLimiter {
