@@ -74,20 +74,30 @@ async fn reload(server: &Server, runtime: &Arc<Runtime>, options: &LiveOptions) 
         .reload(runtime, &options.dir, options.cache_dir.as_deref())
         .await
     {
-        Ok(registry) => match server.replace_registry(registry, None) {
-            Ok(()) => tracing::info!(
-                tools = server.registry().tools().len(),
-                prompts = server.registry().prompts().len(),
-                resources = server.registry().resources().len(),
-                templates = server.registry().templates().len(),
-                "reloaded"
-            ),
-            Err(error) => {
-                tracing::error!("reload refused, still serving the previous set: {error:#}")
+        Ok(registry) => {
+            let counts = (
+                registry.tools().len(),
+                registry.prompts().len(),
+                registry.resources().len(),
+                registry.templates().len(),
+            );
+            match server.replace_registry(registry, None) {
+                Ok(()) => tracing::info!(
+                    tools = counts.0,
+                    prompts = counts.1,
+                    resources = counts.2,
+                    templates = counts.3,
+                    "reloaded"
+                ),
+                Err(error) => refused(&error),
             }
-        },
-        Err(error) => tracing::error!("reload refused, still serving the previous set: {error:#}"),
+        }
+        Err(error) => refused(&error),
     }
+}
+
+fn refused(error: &anyhow::Error) {
+    tracing::error!("reload refused, still serving the previous set: {error:#}");
 }
 
 async fn apply(server: &Server, runtime: &Runtime, change: Change) {

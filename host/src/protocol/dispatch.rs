@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
-use super::catalog::Catalog;
+use super::catalog::{Catalog, ListResult, Pages};
 use super::envelope::{self, MirroredHeaders, PROTOCOL_VERSION, SUPPORTED_VERSIONS};
 use super::jsonrpc::{self, Request, RpcError};
 use super::subscriptions::{ServerChange, Subscriptions};
@@ -241,18 +241,20 @@ impl Server {
         let catalog = &*catalog;
         match request.method.as_str() {
             "server/discover" => Ok(self.reply(&request.id, self.discover())),
-            "tools/list" => self.list_tools(request, catalog),
+            "tools/list" => self.list(request, &catalog.tools, "tools"),
             "tools/call" => {
                 self.call_tool(request, catalog, &meta, context, notifier)
                     .await
             }
-            "prompts/list" => self.list_prompts(request, catalog),
+            "prompts/list" => self.list(request, &catalog.prompts, "prompts"),
             "prompts/get" => {
                 self.get_prompt(request, catalog, &meta, context, notifier)
                     .await
             }
-            "resources/list" => self.list_resources(request, catalog),
-            "resources/templates/list" => self.list_templates(request, catalog),
+            "resources/list" => self.list(request, &catalog.resources, "resources"),
+            "resources/templates/list" => {
+                self.list(request, &catalog.templates, "resourceTemplates")
+            }
             "resources/read" => {
                 self.read_resource(request, catalog, &meta, context, notifier)
                     .await
@@ -261,6 +263,26 @@ impl Server {
             "subscriptions/listen" => self.listen(request, notifier).await,
             method => Err(unknown_method(method)),
         }
+    }
+
+    /// `tools/list`, `prompts/list`, `resources/list` and
+    /// `resources/templates/list`: the page of `pages` the request's cursor
+    /// names, as `{field: [...]}`.
+    fn list(
+        &self,
+        request: &Request,
+        pages: &Pages,
+        field: &'static str,
+    ) -> Result<Reply, RpcError> {
+        let page = pages.page(request.params.get("cursor"))?;
+        Ok(self.reply(
+            &request.id,
+            ListResult {
+                field,
+                page,
+                ttl_ms: self.settings.list_ttl_ms,
+            },
+        ))
     }
 
     fn discover(&self) -> impl Serialize + '_ {

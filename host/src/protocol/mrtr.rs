@@ -24,7 +24,7 @@ use super::dispatch::{Notifier, Server};
 use super::envelope::{self, ClientCapabilities, LogLevel, RequestMeta};
 use super::jsonrpc::{self, RpcError};
 use super::wire;
-use crate::runtime::{self, EventSink, GuestEvent, wit};
+use crate::runtime::{self, CallError, EventSink, GuestEvent, wit};
 use crate::state::Binding;
 
 /// What a multi-round request is about, for its messages and its state.
@@ -131,6 +131,40 @@ impl Server {
             request_state: token,
         }))
     }
+}
+
+impl Server {
+    /// A component's request for input on a method with no `isError`
+    /// result (prompts, reads): a malformed request for input goes through
+    /// `failed`, like any other failure of the component.
+    pub(super) fn input_required_or_failure<'i>(
+        &self,
+        target: Target<'_>,
+        meta: &RequestMeta,
+        binding: &Binding<'_>,
+        round: u32,
+        input: &'i wit::InputRequired,
+        failed: impl FnOnce(String) -> RpcError,
+    ) -> Result<InputRequiredResult<'i>, RpcError> {
+        self.input_required(target, meta, binding, round, input)?
+            .map_err(|problem| failed(format!("it returned an invalid outcome: {problem}")))
+    }
+}
+
+/// A failed component call on a method with no `isError` result (prompts,
+/// reads): busy stays busy, anything else goes through `failed`.
+pub(super) fn call_failure(error: CallError, failed: impl FnOnce(String) -> RpcError) -> RpcError {
+    match error {
+        CallError::Busy { .. } => busy(&error),
+        error => failed(error.to_string()),
+    }
+}
+
+/// The error for a call refused because the server is at its limits: not a
+/// failure of the component the model should read, but a temporary server
+/// condition (HTTP 503).
+pub(super) fn busy(error: &CallError) -> RpcError {
+    RpcError::internal(format!("Server busy: {error}")).with_status(503)
 }
 
 /// Runs `run` (a component call), forwarding its progress and log events as

@@ -6,14 +6,13 @@
 
 use serde_json::{Map, Value};
 
-use super::catalog::{Catalog, ListResult};
+use super::catalog::Catalog;
 use super::dispatch::{Notifier, Reply, RequestContext, Server, required_str};
 use super::envelope::{self, RequestMeta};
 use super::jsonrpc::{Request, RpcError};
 use super::mrtr::{self, Target};
-use super::tools;
 use super::wire;
-use crate::runtime::{CallError, events::truncate, wit_prompts};
+use crate::runtime::{events::truncate, wit_prompts};
 use crate::state::Binding;
 
 const METHOD: &str = "prompts/get";
@@ -23,23 +22,6 @@ const METHOD: &str = "prompts/get";
 const MAX_REFUSAL_BYTES: usize = 1024;
 
 impl Server {
-    /// `prompts/list`: one page of every prompt.
-    pub(super) fn list_prompts(
-        &self,
-        request: &Request,
-        catalog: &Catalog,
-    ) -> Result<Reply, RpcError> {
-        let page = catalog.prompts.page(request.params.get("cursor"))?;
-        Ok(self.reply(
-            &request.id,
-            ListResult {
-                field: "prompts",
-                page,
-                ttl_ms: self.settings.list_ttl_ms,
-            },
-        ))
-    }
-
     /// Runs one round of `prompts/get`.
     pub(super) async fn get_prompt(
         &self,
@@ -107,11 +89,7 @@ impl Server {
             tracing::warn!(prompt = name, file = %entry.source().display(), why, "prompt failed");
             RpcError::internal(format!("Prompt '{name}' failed: {why}"))
         };
-        let outcome = outcome.map_err(|error| match error {
-            CallError::Busy { .. } => tools::busy(&error),
-            error => failed(error.to_string()),
-        })?;
-        match outcome {
+        match outcome.map_err(|error| mrtr::call_failure(error, failed))? {
             wit_prompts::PromptOutcome::Complete(result) => {
                 Ok(self.reply(&request.id, wire::prompt_result(&result)))
             }
@@ -119,12 +97,15 @@ impl Server {
                 format!("Invalid params: {}", truncate(why, MAX_REFUSAL_BYTES)),
             )),
             wit_prompts::PromptOutcome::InputRequired(input) => {
-                match self.input_required(target, meta, &binding(), number, &input)? {
-                    Ok(result) => Ok(self.reply(&request.id, result)),
-                    Err(problem) => {
-                        Err(failed(format!("it returned an invalid outcome: {problem}")))
-                    }
-                }
+                let result = self.input_required_or_failure(
+                    target,
+                    meta,
+                    &binding(),
+                    number,
+                    &input,
+                    failed,
+                )?;
+                Ok(self.reply(&request.id, result))
             }
         }
     }

@@ -9,15 +9,14 @@
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::catalog::{Catalog, ListResult};
+use super::catalog::Catalog;
 use super::dispatch::{Notifier, Reply, RequestContext, Server, required_str};
 use super::envelope::{self, RequestMeta};
 use super::jsonrpc::{Request, RpcError};
 use super::mrtr::{self, Target};
-use super::tools;
 use super::wire;
 use crate::registry::validate::MAX_URI_LEN;
-use crate::runtime::{CallError, wit_resources};
+use crate::runtime::wit_resources;
 use crate::state::Binding;
 
 const METHOD: &str = "resources/read";
@@ -33,40 +32,6 @@ struct ReadResult<'a> {
 }
 
 impl Server {
-    /// `resources/list`: one page of every listed resource.
-    pub(super) fn list_resources(
-        &self,
-        request: &Request,
-        catalog: &Catalog,
-    ) -> Result<Reply, RpcError> {
-        let page = catalog.resources.page(request.params.get("cursor"))?;
-        Ok(self.reply(
-            &request.id,
-            ListResult {
-                field: "resources",
-                page,
-                ttl_ms: self.settings.list_ttl_ms,
-            },
-        ))
-    }
-
-    /// `resources/templates/list`: one page of every resource template.
-    pub(super) fn list_templates(
-        &self,
-        request: &Request,
-        catalog: &Catalog,
-    ) -> Result<Reply, RpcError> {
-        let page = catalog.templates.page(request.params.get("cursor"))?;
-        Ok(self.reply(
-            &request.id,
-            ListResult {
-                field: "resourceTemplates",
-                page,
-                ttl_ms: self.settings.list_ttl_ms,
-            },
-        ))
-    }
-
     /// Runs one round of `resources/read`.
     pub(super) async fn read_resource(
         &self,
@@ -109,11 +74,7 @@ impl Server {
             tracing::warn!(uri, file = %component.source().display(), why, "resource read failed");
             RpcError::internal(format!("Reading resource '{uri}' failed: {why}"))
         };
-        let outcome = outcome.map_err(|error| match error {
-            CallError::Busy { .. } => tools::busy(&error),
-            error => failed(error.to_string()),
-        })?;
-        match outcome {
+        match outcome.map_err(|error| mrtr::call_failure(error, failed))? {
             wit_resources::ReadOutcome::NotFound => Err(not_found(uri)),
             wit_resources::ReadOutcome::Complete(contents) if contents.is_empty() => {
                 Err(failed("the component returned no contents".to_owned()))
@@ -130,12 +91,15 @@ impl Server {
                 },
             )),
             wit_resources::ReadOutcome::InputRequired(input) => {
-                match self.input_required(target, meta, &binding(), number, &input)? {
-                    Ok(result) => Ok(self.reply(&request.id, result)),
-                    Err(problem) => {
-                        Err(failed(format!("it returned an invalid outcome: {problem}")))
-                    }
-                }
+                let result = self.input_required_or_failure(
+                    target,
+                    meta,
+                    &binding(),
+                    number,
+                    &input,
+                    failed,
+                )?;
+                Ok(self.reply(&request.id, result))
             }
         }
     }

@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value};
 
-use super::catalog::{Catalog, ListResult};
+use super::catalog::Catalog;
 use super::dispatch::{Notifier, Reply, RequestContext, Server, required_str};
 use super::envelope::{self, RequestMeta};
 use super::jsonrpc::{self, Request, RpcError};
@@ -23,23 +23,6 @@ use crate::state::Binding;
 const METHOD: &str = "tools/call";
 
 impl Server {
-    /// `tools/list`: one page of every tool.
-    pub(super) fn list_tools(
-        &self,
-        request: &Request,
-        catalog: &Catalog,
-    ) -> Result<Reply, RpcError> {
-        let page = catalog.tools.page(request.params.get("cursor"))?;
-        Ok(self.reply(
-            &request.id,
-            ListResult {
-                field: "tools",
-                page,
-                ttl_ms: self.settings.list_ttl_ms,
-            },
-        ))
-    }
-
     /// Runs one round of `tools/call`.
     pub(super) async fn call_tool(
         &self,
@@ -100,7 +83,7 @@ impl Server {
             "tool call"
         );
         match outcome {
-            Err(error @ CallError::Busy { .. }) => Err(busy(&error)),
+            Err(error @ CallError::Busy { .. }) => Err(mrtr::busy(&error)),
             Err(error) => {
                 tracing::warn!(tool = name, file = %entry.source().display(), %error, "tool call failed");
                 Ok(self.tool_failure(&request.id, name, &error.to_string()))
@@ -148,11 +131,4 @@ impl Server {
             &format!("it returned an invalid outcome: {problem}"),
         )
     }
-}
-
-/// The error for a call refused because the server is at its limits: not a
-/// tool failure the model should read, but a temporary server condition
-/// (HTTP 503).
-pub(super) fn busy(error: &CallError) -> RpcError {
-    RpcError::internal(format!("Server busy: {error}")).with_status(503)
 }
