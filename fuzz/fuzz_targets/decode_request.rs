@@ -124,7 +124,9 @@ fuzz_target!(|data: &[u8]| {
         Ok(Incoming::Notification(notification)) => {
             check_params(&notification.method, &notification.params);
         }
-        Ok(Incoming::Response) => {}
+        Ok(Incoming::Response(response)) => {
+            assert!(response.id.is_string() || response.id.is_number());
+        }
         Err(e) => {
             assert!(
                 e.id.as_ref()

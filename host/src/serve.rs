@@ -11,6 +11,7 @@ use anyhow::{Context, bail};
 use crate::auth::{AuthOptions, Authenticator};
 use crate::live::{self, LiveOptions};
 use crate::policy::Secrets;
+use crate::protocol::legacy::LegacyOptions;
 use crate::protocol::{ProtocolSettings, Server};
 use crate::registry::{self, Registry};
 use crate::runtime::{Runtime, RuntimeLimits};
@@ -133,6 +134,9 @@ pub struct ServeOptions {
     /// HTTP connection timeouts and cap.
     #[command(flatten)]
     pub connections: http::ConnectionOptions,
+    /// Sessions of 2025-era clients (`initialize`) and the bridge that serves them.
+    #[command(flatten)]
+    pub legacy: LegacyOptions,
 }
 
 fn mib(n: u64) -> usize {
@@ -238,6 +242,7 @@ pub async fn run(options: ServeOptions) -> anyhow::Result<()> {
     }
     let settings = ProtocolSettings {
         max_rounds: options.max_rounds,
+        legacy: options.legacy.bridge(),
         ..ProtocolSettings::default()
     };
     let server = Arc::new(Server::new(
@@ -281,6 +286,7 @@ pub async fn run(options: ServeOptions) -> anyhow::Result<()> {
         allowed_origins: options.allowed_origins.clone(),
         auth,
         limits: options.connections.limits(),
+        sessions: options.legacy.sessions(),
     };
     tracing::info!("listening on http://{address}/mcp");
     let shutdown = {

@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 use super::catalog::{Catalog, ListResult, Pages};
 use super::envelope::{self, MirroredHeaders, PROTOCOL_VERSION, SUPPORTED_VERSIONS};
 use super::jsonrpc::{self, Request, RpcError};
+use super::legacy::BridgeSettings;
 use super::subscriptions::{ServerChange, Subscriptions};
 use crate::registry::Registry;
 use crate::runtime::Runtime;
@@ -36,8 +37,10 @@ pub struct ProtocolSettings {
     pub read_ttl_ms: u64,
     /// Most items on one page of a list.
     pub page_size: usize,
-    /// Optional `instructions` in `server/discover`.
+    /// Optional `instructions` in `server/discover` (and `initialize`).
     pub instructions: Option<String>,
+    /// Limits of the bridge that serves legacy sessions.
+    pub legacy: BridgeSettings,
 }
 
 impl Default for ProtocolSettings {
@@ -48,6 +51,7 @@ impl Default for ProtocolSettings {
             read_ttl_ms: 0,
             page_size: 100,
             instructions: None,
+            legacy: BridgeSettings::default(),
         }
     }
 }
@@ -68,6 +72,16 @@ pub struct Reply {
     pub body: Vec<u8>,
     /// The HTTP status Streamable HTTP pairs with it.
     pub http_status: u16,
+}
+
+impl Reply {
+    /// No message at all: what a request the client cancelled gets.
+    pub fn none() -> Self {
+        Reply {
+            body: Vec::new(),
+            http_status: 202,
+        }
+    }
 }
 
 /// The MCP server: everything needed to answer a request.
@@ -186,6 +200,22 @@ impl Server {
         self.shutdown.send_replace(true);
     }
 
+    /// `{name, version}` of this server.
+    pub(super) fn server_info(&self) -> &RawValue {
+        &self.server_info
+    }
+
+    /// What this server can do, as `server/discover` and `initialize` say.
+    pub(super) fn capabilities(&self) -> Value {
+        json!({
+            "tools": { "listChanged": true },
+            "prompts": { "listChanged": true },
+            "resources": { "subscribe": true, "listChanged": true },
+            "completions": {},
+            "logging": {},
+        })
+    }
+
     pub(super) fn meta(&self) -> ResultMeta<'_> {
         ResultMeta {
             server_info: &self.server_info,
@@ -300,13 +330,7 @@ impl Server {
         Discover {
             result_type: "complete",
             supported_versions: SUPPORTED_VERSIONS,
-            capabilities: json!({
-                "tools": { "listChanged": true },
-                "prompts": { "listChanged": true },
-                "resources": { "subscribe": true, "listChanged": true },
-                "completions": {},
-                "logging": {},
-            }),
+            capabilities: self.capabilities(),
             instructions: self.settings.instructions.as_deref(),
             ttl_ms: self.settings.list_ttl_ms,
             cache_scope: "public",

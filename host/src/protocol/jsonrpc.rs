@@ -107,9 +107,18 @@ pub enum Incoming {
     Request(Request),
     /// A notification: has a method, no id.
     Notification(Notification),
-    /// A response to a server-to-client request (never expected by a
-    /// 2026-07-28 server: it sends no requests).
-    Response,
+    /// A response to a server-to-client request (only a legacy session's
+    /// client sends them: a 2026-07-28 server sends no requests).
+    Response(Response),
+}
+
+/// A JSON-RPC response from the client to a request of the server.
+#[derive(Debug)]
+pub struct Response {
+    /// The id of the server's request it answers.
+    pub id: Value,
+    /// `result`, or the `error` object.
+    pub outcome: Result<Value, Value>,
 }
 
 /// A JSON-RPC request.
@@ -195,7 +204,25 @@ pub fn decode(bytes: &[u8]) -> Result<Incoming, DecodeError> {
             ));
         }
         None if object.contains_key("result") || object.contains_key("error") => {
-            return Ok(Incoming::Response);
+            let Some(id) = id else {
+                return Err(fail(
+                    None,
+                    RpcError::invalid_request("Invalid Request: a response needs an id"),
+                ));
+            };
+            let outcome = match (object.remove("result"), object.remove("error")) {
+                (Some(result), None) => Ok(result),
+                (None, Some(error)) => Err(error),
+                _ => {
+                    return Err(fail(
+                        Some(id),
+                        RpcError::invalid_request(
+                            "Invalid Request: a response has either result or error",
+                        ),
+                    ));
+                }
+            };
+            return Ok(Incoming::Response(Response { id, outcome }));
         }
         None => {
             return Err(fail(
@@ -285,6 +312,24 @@ pub fn encode_notification(method: &str, params: &impl Serialize) -> Vec<u8> {
     .expect("notification params always serialize")
 }
 
+/// Serializes a request of the server to the client (legacy sessions only).
+pub fn encode_request(id: u64, method: &str, params: &impl Serialize) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Call<'a, P> {
+        jsonrpc: &'static str,
+        id: u64,
+        method: &'a str,
+        params: &'a P,
+    }
+    serde_json::to_vec(&Call {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
+    })
+    .expect("request params always serialize")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,8 +358,14 @@ mod tests {
         ));
         assert!(matches!(
             decode(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#).unwrap(),
-            Incoming::Response
+            Incoming::Response(r) if r.id == "a" && r.outcome == Ok(serde_json::json!({}))
         ));
+        assert!(matches!(
+            decode(br#"{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"no"}}"#).unwrap(),
+            Incoming::Response(r) if r.id == 3 && r.outcome.is_err()
+        ));
+        assert!(decode(br#"{"jsonrpc":"2.0","result":{}}"#).is_err());
+        assert!(decode(br#"{"jsonrpc":"2.0","id":1,"result":{},"error":{}}"#).is_err());
     }
 
     #[test]

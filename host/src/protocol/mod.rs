@@ -8,6 +8,7 @@ mod completion;
 mod dispatch;
 pub mod envelope;
 pub mod jsonrpc;
+pub mod legacy;
 mod mrtr;
 pub mod param_headers;
 mod prompts;

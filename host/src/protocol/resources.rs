@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use super::catalog::Catalog;
 use super::dispatch::{Notifier, Reply, RequestContext, Server, required_str};
 use super::envelope::{self, RequestMeta};
-use super::jsonrpc::{Request, RpcError};
+use super::jsonrpc::{self, Request, RpcError};
 use super::mrtr::{self, Target};
 use super::wire;
 use crate::registry::validate::MAX_URI_LEN;
@@ -108,4 +108,14 @@ impl Server {
 /// -32602 with `data.uri` (SEP-2164).
 fn not_found(uri: &str) -> RpcError {
     RpcError::invalid_params(format!("Resource not found: {uri}")).with_data(json!({ "uri": uri }))
+}
+
+/// Whether an encoded `resources/read` error (the `error` object) is the
+/// resource-not-found error, which older revisions coded differently.
+pub(super) fn is_not_found(error: &Map<String, Value>) -> bool {
+    error.get("code") == Some(&json!(jsonrpc::codes::INVALID_PARAMS))
+        && error
+            .get("data")
+            .and_then(Value::as_object)
+            .is_some_and(|data| data.contains_key("uri"))
 }

@@ -54,6 +54,11 @@ impl Default for Subscriptions {
 }
 
 impl Subscriptions {
+    /// A receiver of every change published from now on.
+    pub(super) fn subscribe(&self) -> broadcast::Receiver<ServerChange> {
+        self.sender.subscribe()
+    }
+
     /// Tells every open listen stream (that asked for it) about `change`.
     pub fn publish(&self, change: ServerChange) {
         // No receivers is not an error: nobody is listening.
@@ -153,7 +158,7 @@ impl Filter {
 
 /// Whether a subscription to `subscribed` covers an update of `uri`: the
 /// same URI, or a sub-resource of it (`subscribed` followed by `/`).
-fn covers(subscribed: &str, uri: &str) -> bool {
+pub(crate) fn covers(subscribed: &str, uri: &str) -> bool {
     uri.strip_prefix(subscribed)
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('/') || subscribed.ends_with('/'))
 }
@@ -174,7 +179,7 @@ impl Server {
         };
         // Subscribe before acknowledging, so nothing published after the
         // acknowledgement is missed.
-        let mut changes = self.subscriptions.sender.subscribe();
+        let mut changes = self.subscriptions.subscribe();
         let mut shutdown = self.shutdown.subscribe();
         let tag = json!({ SUBSCRIPTION_ID: request.id });
         let note = |method: &str, mut params: Map<String, Value>| {

@@ -14,6 +14,15 @@
 //! status can still say what kind of error it was. Dropping the response
 //! (the client went away) drops the call, which stops the guest.
 //!
+//! Legacy clients (MCP 2025-era, see [`legacy`](crate::protocol::legacy))
+//! share the endpoint: an `initialize` without the 2026-07-28 envelope opens
+//! a session and its reply carries `Mcp-Session-Id`; a request with that
+//! header is the session's (an unknown, ended or expired id, or another
+//! principal's, gets 404). A session's POSTs may carry the client's
+//! responses to requests Airlock sent it (202); GET opens the session's
+//! standalone stream; DELETE ends it. Idle sessions expire, and their number
+//! is bounded.
+//!
 //! Connections are accepted by [`connections`]: header-read and idle
 //! timeouts, a cap on open connections, graceful shutdown.
 
@@ -31,13 +40,15 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util::Stream;
+use futures_util::future::Abortable;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use crate::auth::metadata::WELL_KNOWN_PATH;
 use crate::auth::{Authenticator, Refusal};
 use crate::protocol::envelope::{self, MirroredHeaders};
-use crate::protocol::jsonrpc::{self, Incoming, RpcError};
+use crate::protocol::jsonrpc::{self, Incoming, Request, RpcError};
+use crate::protocol::legacy::{self, Session, Sessions};
 use crate::protocol::{Notifier, Reply, RequestContext, Server};
 
 pub mod connections;
@@ -58,6 +69,8 @@ pub struct HttpSettings {
     pub auth: Authenticator,
     /// Connection timeouts and cap.
     pub limits: ConnectionLimits,
+    /// The legacy sessions, with their bounds.
+    pub sessions: Sessions,
 }
 
 /// Connection options of `airlock serve`.
@@ -105,7 +118,22 @@ pub async fn serve(
     let limits = settings.limits;
     let has_metadata = settings.auth.metadata().is_some();
     let app = Arc::new(App { server, settings });
-    let mut router = Router::new().route("/mcp", post(handle_post).fallback(method_not_allowed));
+    let expiry = tokio::spawn(expire_sessions(app.clone()));
+    let shutdown = {
+        let app = app.clone();
+        async move {
+            shutdown.await;
+            expiry.abort();
+            app.settings.sessions.end_all();
+        }
+    };
+    let mut router = Router::new().route(
+        "/mcp",
+        post(handle_post)
+            .get(handle_get)
+            .delete(handle_delete)
+            .fallback(method_not_allowed),
+    );
     if has_metadata {
         router = router.route(WELL_KNOWN_PATH, get(handle_metadata)).route(
             &format!("{WELL_KNOWN_PATH}/{{*rest}}"),
@@ -113,6 +141,19 @@ pub async fn serve(
         );
     }
     connections::serve(listener, router.with_state(app), limits, shutdown).await
+}
+
+/// Ends idle sessions, checking a few times per idle timeout.
+async fn expire_sessions(app: Arc<App>) {
+    let sessions = &app.settings.sessions;
+    let period =
+        (sessions.idle_timeout() / 4).clamp(Duration::from_millis(100), Duration::from_secs(60));
+    let mut ticks = tokio::time::interval(period);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        sessions.expire();
+    }
 }
 
 /// The protected-resource metadata document (no token needed).
@@ -154,7 +195,8 @@ async fn method_not_allowed() -> Response {
         StatusCode::METHOD_NOT_ALLOWED,
         None,
         &RpcError::invalid_request(
-            "Method not allowed: this endpoint accepts POST only (MCP 2026-07-28)",
+            "Method not allowed: this endpoint accepts POST (MCP 2026-07-28); GET and DELETE need \
+             the Mcp-Session-Id of a session opened with initialize",
         ),
     );
     response
@@ -184,6 +226,9 @@ fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
 }
 
 fn reply_response(reply: Reply) -> Response {
+    if reply.body.is_empty() {
+        return StatusCode::ACCEPTED.into_response();
+    }
     json_response(
         StatusCode::from_u16(reply.http_status).unwrap_or(StatusCode::OK),
         reply.body,
@@ -258,22 +303,125 @@ fn accepts_event_stream(headers: &HeaderMap) -> bool {
         .any(|v| v.contains("text/event-stream") || v.contains("*/*"))
 }
 
+impl App {
+    /// The checks every request to `/mcp` passes first: DNS-rebinding
+    /// protection, then authentication. The principal, or the refusal.
+    fn admit(&self, headers: &HeaderMap) -> Result<String, Box<Response>> {
+        if let Err(message) = self.check_host_and_origin(headers) {
+            tracing::info!(%message, "request refused");
+            return Err(Box::new(error_response(
+                StatusCode::FORBIDDEN,
+                None,
+                &RpcError::invalid_request(message),
+            )));
+        }
+        self.principal(headers)
+            .map_err(|refusal| Box::new(unauthorized(self, refusal)))
+    }
+
+    /// The session a request names in `Mcp-Session-Id`: `Ok(None)` when it
+    /// names none, a 404 when it is not an open session of `principal`.
+    fn session(
+        &self,
+        headers: &HeaderMap,
+        principal: &str,
+    ) -> Result<Option<Arc<Session>>, Box<Response>> {
+        let Some(id) = headers.get(SESSION_HEADER) else {
+            return Ok(None);
+        };
+        id.to_str()
+            .ok()
+            .and_then(|id| self.settings.sessions.get(id, principal))
+            .map(Some)
+            .ok_or_else(|| Box::new(session_not_found()))
+    }
+}
+
+/// The header that names a legacy session.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The 404 for a session id that names no open session.
+fn session_not_found() -> Response {
+    error_response(
+        StatusCode::NOT_FOUND,
+        None,
+        &RpcError::new(
+            SESSION_NOT_FOUND,
+            "Session not found: it ended or expired; send initialize to start a new one",
+        ),
+    )
+}
+
+/// JSON-RPC code of [`session_not_found`], as 2025-era servers use it.
+const SESSION_NOT_FOUND: i32 = -32001;
+
+/// GET with a session id: the session's standalone stream (list changes,
+/// resource updates). Without one, 405: the 2026-07-28 wire has no GET.
+async fn handle_get(State(app): State<Arc<App>>, request: axum::extract::Request) -> Response {
+    let headers = request.headers();
+    let principal = match app.admit(headers) {
+        Ok(principal) => principal,
+        Err(refused) => return *refused,
+    };
+    let session = match app.session(headers, &principal) {
+        Ok(Some(session)) => session,
+        Ok(None) => return method_not_allowed().await,
+        Err(not_found) => return *not_found,
+    };
+    if !accepts_event_stream(headers) {
+        return error_response(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            &RpcError::invalid_request("Not Acceptable: the session stream is text/event-stream"),
+        );
+    }
+    let Some(open) = session.open_stream() else {
+        return error_response(
+            StatusCode::CONFLICT,
+            None,
+            &RpcError::invalid_request("Conflict: this session's stream is already open"),
+        );
+    };
+    let server = app.server.clone();
+    event_stream(
+        move |notifier: Option<Notifier>| async move {
+            let _open = open;
+            if let Some(out) = notifier {
+                server.session_stream(&session, &out).await;
+            }
+            Reply::none()
+        },
+        Some(KEEP_ALIVE),
+    )
+}
+
+/// DELETE with a session id ends the session.
+async fn handle_delete(State(app): State<Arc<App>>, request: axum::extract::Request) -> Response {
+    let headers = request.headers();
+    let principal = match app.admit(headers) {
+        Ok(principal) => principal,
+        Err(refused) => return *refused,
+    };
+    let Some(id) = headers.get(SESSION_HEADER) else {
+        return method_not_allowed().await;
+    };
+    match id.to_str() {
+        Ok(id) if app.settings.sessions.end(id, &principal) => {
+            tracing::info!(session = %id, "legacy session ended by the client");
+            StatusCode::OK.into_response()
+        }
+        _ => session_not_found(),
+    }
+}
+
 async fn handle_post(State(app): State<Arc<App>>, request: axum::extract::Request) -> Response {
     // Taken apart rather than extracted: the `HeaderMap` extractor clones
     // every header of every request.
     let (parts, body) = request.into_parts();
     let headers = parts.headers;
-    if let Err(message) = app.check_host_and_origin(&headers) {
-        tracing::info!(%message, "request refused");
-        return error_response(
-            StatusCode::FORBIDDEN,
-            None,
-            &RpcError::invalid_request(message),
-        );
-    }
-    let principal = match app.principal(&headers) {
+    let principal = match app.admit(&headers) {
         Ok(principal) => principal,
-        Err(refusal) => return unauthorized(&app, refusal),
+        Err(refused) => return *refused,
     };
     if let Some(content_type) = headers
         .get(header::CONTENT_TYPE)
@@ -309,20 +457,45 @@ async fn handle_post(State(app): State<Arc<App>>, request: axum::extract::Reques
         Ok(bytes) => bytes,
         Err(_) => return too_large(),
     };
-    let request = match jsonrpc::decode(&bytes) {
-        Ok(Incoming::Request(request)) => request,
-        Ok(Incoming::Notification(_)) => return StatusCode::ACCEPTED.into_response(),
-        Ok(Incoming::Response) => {
+    let session = match app.session(&headers, &principal) {
+        Ok(session) => session,
+        Err(not_found) => return *not_found,
+    };
+    let message = match jsonrpc::decode(&bytes) {
+        Ok(message) => message,
+        Err(e) => return error_response(StatusCode::BAD_REQUEST, e.id.as_ref(), &e.error),
+    };
+    if let Some(session) = session {
+        return session_post(&app, session, &headers, message).await;
+    }
+    let request = match message {
+        Incoming::Request(request) => request,
+        Incoming::Notification(_) => return StatusCode::ACCEPTED.into_response(),
+        Incoming::Response(_) => {
             return error_response(
                 StatusCode::BAD_REQUEST,
                 None,
                 &RpcError::invalid_request(
-                    "Invalid Request: this server sends no requests, so it takes no responses",
+                    "Invalid Request: a response belongs to a session; send it with its Mcp-Session-Id",
                 ),
             );
         }
-        Err(e) => return error_response(StatusCode::BAD_REQUEST, e.id.as_ref(), &e.error),
     };
+    if legacy::is_legacy_initialize(&request) {
+        return open_session(&app, &request, &principal);
+    }
+    if let Some(version) = header_str(&headers, "mcp-protocol-version")
+        && legacy::LEGACY_VERSIONS.contains(&version)
+        && !legacy::carries_modern_envelope(&request.params)
+    {
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            Some(&request.id),
+            &RpcError::invalid_request(format!(
+                "Bad Request: MCP {version} requests need the Mcp-Session-Id that initialize returned; send initialize first"
+            )),
+        );
+    }
     // A listen request is a long-lived stream from its first message; other
     // requests stream only if they asked for notifications.
     let listening = request.method == "subscriptions/listen";
@@ -348,6 +521,79 @@ async fn handle_post(State(app): State<Arc<App>>, request: axum::extract::Reques
     } else {
         // Run on its own task so an idle worker can take it; aborted if the
         // client goes away (this future is dropped).
+        let mut task = AbortOnDrop(tokio::spawn(run(None)));
+        match (&mut task.0).await {
+            Ok(reply) => reply_response(reply),
+            Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+        }
+    }
+}
+
+/// `initialize` without a session: opens one, and names it in the reply.
+fn open_session(app: &App, request: &Request, principal: &str) -> Response {
+    let (session, reply) = match app.server.initialize(request, principal) {
+        Ok(opened) => opened,
+        Err(reply) => return reply_response(reply),
+    };
+    let id = HeaderValue::from_str(session.id()).expect("session ids are visible ASCII");
+    if let Err(full) = app.settings.sessions.insert(Arc::new(session)) {
+        tracing::warn!(max = full.max, "initialize refused: too many sessions");
+        return error_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Some(&request.id),
+            &RpcError::internal(format!(
+                "Server busy: {} sessions are open, the most allowed; try again later",
+                full.max
+            )),
+        );
+    }
+    let mut response = reply_response(reply);
+    response.headers_mut().insert(SESSION_HEADER, id);
+    response
+}
+
+/// A POST of a legacy session: the client's answer to a request Airlock
+/// sent it, a notification, or a request (streamed, so that Airlock can send
+/// its own requests before the reply, and cancellable).
+async fn session_post(
+    app: &App,
+    session: Arc<Session>,
+    headers: &HeaderMap,
+    message: Incoming,
+) -> Response {
+    let request = match message {
+        Incoming::Response(response) => {
+            let id = response.id.clone();
+            if session.answer(response) {
+                return StatusCode::ACCEPTED.into_response();
+            }
+            tracing::info!(session = %session.id(), %id, "response to no awaited request refused");
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                None,
+                &RpcError::invalid_request(format!(
+                    "Invalid Request: no request with id {id} awaits an answer in this session \
+                     (unknown, answered before, or timed out)"
+                )),
+            );
+        }
+        Incoming::Notification(notification) => {
+            app.server.legacy_notification(&session, &notification);
+            return StatusCode::ACCEPTED.into_response();
+        }
+        Incoming::Request(request) => request,
+    };
+    let server = app.server.clone();
+    let run = move |notifier: Option<Notifier>| async move {
+        let (registration, _tracked) = session.track(&request.id);
+        let serve = server.handle_legacy(&session, &request, notifier.as_ref());
+        Abortable::new(serve, registration)
+            .await
+            .unwrap_or_else(|_cancelled| Reply::none())
+    };
+    if accepts_event_stream(headers) {
+        stream_or_reply(run, None).await
+    } else {
         let mut task = AbortOnDrop(tokio::spawn(run(None)));
         match (&mut task.0).await {
             Ok(reply) => reply_response(reply),
@@ -392,19 +638,25 @@ where
             }
         },
     };
-    let keep_alive = keep_alive.map(|period| {
-        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        Box::pin(ticks)
-    });
-    let stream = EventStream {
-        call: Some(call),
+    sse_response(EventStream::new(call, notes, first, keep_alive))
+}
+
+/// Answers with an SSE stream at once (headers first), carrying the call's
+/// notifications and then its reply.
+fn event_stream<F>(
+    call: impl FnOnce(Option<Notifier>) -> F,
+    keep_alive: Option<std::time::Duration>,
+) -> Response
+where
+    F: Future<Output = Reply> + Send + 'static,
+{
+    let (notifier, notes) = mpsc::channel(64);
+    sse_response(EventStream::new(
+        Box::pin(call(Some(notifier))),
         notes,
-        reply: None,
-        first,
+        None,
         keep_alive,
-    };
-    sse_response(stream)
+    ))
 }
 
 fn sse_response(stream: EventStream) -> Response {
@@ -425,6 +677,28 @@ struct EventStream {
     reply: Option<Vec<u8>>,
     first: Option<Vec<u8>>,
     keep_alive: Option<Pin<Box<tokio::time::Interval>>>,
+}
+
+impl EventStream {
+    fn new(
+        call: Pin<Box<dyn Future<Output = Reply> + Send>>,
+        notes: mpsc::Receiver<Vec<u8>>,
+        first: Option<Vec<u8>>,
+        keep_alive: Option<std::time::Duration>,
+    ) -> Self {
+        let keep_alive = keep_alive.map(|period| {
+            let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            Box::pin(ticks)
+        });
+        EventStream {
+            call: Some(call),
+            notes,
+            reply: None,
+            first,
+            keep_alive,
+        }
+    }
 }
 
 fn event(message: Vec<u8>) -> Bytes {
@@ -462,7 +736,14 @@ impl Stream for EventStream {
         if let Ok(note) = self.notes.try_recv() {
             return Poll::Ready(Some(Ok(event(note))));
         }
-        Poll::Ready(self.reply.take().map(|reply| Ok(event(reply))))
+        // An empty reply (a cancelled request, an ended session stream) ends
+        // the stream without a message.
+        Poll::Ready(
+            self.reply
+                .take()
+                .filter(|reply| !reply.is_empty())
+                .map(|reply| Ok(event(reply))),
+        )
     }
 }
 

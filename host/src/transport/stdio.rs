@@ -7,6 +7,14 @@
 //! ends `subscriptions/listen` streams (with their final result), lets
 //! in-flight requests finish (each is bounded by the call deadline), writes
 //! their replies and exits.
+//!
+//! An `initialize` makes the process a legacy session (see
+//! [`legacy`](crate::protocol::legacy)): from then on, requests without the
+//! 2026-07-28 envelope are served as that session's, the client's responses
+//! on stdin answer the requests Airlock sent it, and list changes are
+//! written to stdout as they happen. Requests with the envelope stay
+//! modern. At end of input the session closes, so requests waiting for the
+//! client's answers fail at once instead of waiting for their timeout.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -17,6 +25,7 @@ use tokio::task::{AbortHandle, JoinSet};
 
 use crate::auth;
 use crate::protocol::jsonrpc::{self, Incoming, RpcError};
+use crate::protocol::legacy::{self, Session};
 use crate::protocol::{RequestContext, Server};
 
 /// Serves on this process's stdin and stdout until stdin closes.
@@ -41,6 +50,7 @@ pub async fn serve_streams(
     let writer = tokio::spawn(write_lines(output, lines));
     let in_flight: Arc<Mutex<HashMap<String, AbortHandle>>> = Arc::default();
     let mut tasks = JoinSet::new();
+    let mut session: Option<Arc<Session>> = None;
     loop {
         let line = match read_line(&mut input, max_line_bytes).await? {
             Line::End => break,
@@ -62,10 +72,43 @@ pub async fn serve_streams(
                     .send(jsonrpc::encode_error(e.id.as_ref(), &e.error))
                     .await;
             }
-            Ok(Incoming::Response) => {
-                tracing::debug!("ignoring a JSON-RPC response: this server sends no requests")
+            Ok(Incoming::Response(response)) => match &session {
+                Some(session) => {
+                    let id = response.id.clone();
+                    if !session.answer(response) {
+                        tracing::info!(%id, "ignoring a response to no awaited request (unknown, answered before, or given up on)");
+                    }
+                }
+                None => tracing::debug!(
+                    "ignoring a JSON-RPC response: no legacy session, so no request was sent"
+                ),
+            },
+            Ok(Incoming::Request(request)) if legacy::is_legacy_initialize(&request) => {
+                let reply = match (&session, server.initialize(&request, auth::LOCAL)) {
+                    (Some(_), _) => jsonrpc::encode_error(
+                        Some(&request.id),
+                        &RpcError::invalid_request(
+                            "Invalid Request: this process is already initialized",
+                        ),
+                    ),
+                    (None, Err(reply)) => reply.body,
+                    (None, Ok((opened, reply))) => {
+                        let opened = Arc::new(opened);
+                        session = Some(opened.clone());
+                        let (server, out) = (server.clone(), out.clone());
+                        // After the reply below is queued: the stream's first
+                        // message cannot overtake it.
+                        let _ = out.send(reply.body).await;
+                        tasks.spawn(async move { server.session_stream(&opened, &out).await });
+                        continue;
+                    }
+                };
+                let _ = out.send(reply).await;
             }
             Ok(Incoming::Notification(note)) => {
+                if let Some(session) = &session {
+                    server.legacy_notification(session, &note);
+                }
                 if note.method == "notifications/cancelled"
                     && let Some(id) = note.params.get("requestId")
                     && let Some(task) = in_flight
@@ -81,19 +124,29 @@ pub async fn serve_streams(
                 let key = request.id.to_string();
                 let (server, out, registry) = (server.clone(), out.clone(), in_flight.clone());
                 let finished_key = key.clone();
+                let legacy = session
+                    .clone()
+                    .filter(|_| !legacy::carries_modern_envelope(&request.params));
                 let handle = tasks.spawn(async move {
-                    let context = RequestContext {
-                        principal: auth::LOCAL,
-                        headers: None,
+                    let reply = match legacy {
+                        Some(session) => server.handle_legacy(&session, &request, Some(&out)).await,
+                        None => {
+                            let context = RequestContext {
+                                principal: auth::LOCAL,
+                                headers: None,
+                            };
+                            server.handle(&request, context, Some(&out)).await
+                        }
                     };
-                    let reply = server.handle(&request, context, Some(&out)).await;
                     // Unregister before replying: once the reply is queued a
                     // late cancellation must not abort anything.
                     registry
                         .lock()
                         .expect("in-flight map")
                         .remove(&finished_key);
-                    let _ = out.send(reply.body).await;
+                    if !reply.body.is_empty() {
+                        let _ = out.send(reply.body).await;
+                    }
                 });
                 in_flight.lock().expect("in-flight map").insert(key, handle);
             }
@@ -102,6 +155,9 @@ pub async fn serve_streams(
         while tasks.try_join_next().is_some() {}
     }
     server.shut_down();
+    if let Some(session) = &session {
+        session.stop_waiting();
+    }
     while tasks.join_next().await.is_some() {}
     drop(out);
     writer.await.map_err(std::io::Error::other)?

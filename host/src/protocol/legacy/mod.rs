@@ -1,0 +1,300 @@
+//! Serving 2025-era clients (MCP 2025-11-25, 2025-06-18, 2025-03-26) beside
+//! 2026-07-28 ones, on the same endpoint or stdio process.
+//!
+//! An `initialize` request opens a [`Session`]: the scope of what the
+//! client declared (capabilities) and set (log level, resource
+//! subscriptions). The session's requests are served by the 2026-07-28
+//! pipeline through the [`bridge`], which turns a component's
+//! `input_required` into real server-to-client requests. Methods only older
+//! revisions have (`ping`, `logging/setLevel`, `resources/subscribe`,
+//! `resources/unsubscribe`) are answered here, and only in a session.
+//! Changes the client should hear outside any request (list changes,
+//! updates of subscribed resources) go to the session's standalone stream:
+//! the GET stream on HTTP, stdout on stdio.
+
+mod bridge;
+mod session;
+mod sessions;
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use tokio::sync::broadcast;
+
+pub use session::{AskError, Session, StreamGuard, Tracked};
+pub use sessions::{Full, Sessions};
+
+use super::dispatch::{Notifier, Reply, Server};
+use super::envelope::{self, LogLevel};
+use super::jsonrpc::{self, Notification, Request, RpcError};
+use super::subscriptions::ServerChange;
+
+/// The revisions a legacy session may negotiate, newest first.
+pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+
+/// Limits of the bridge.
+#[derive(Debug, Clone)]
+pub struct BridgeSettings {
+    /// Most times one request runs its component before it is refused.
+    pub max_rounds: u32,
+    /// How long the client has to answer one request of the server.
+    pub answer_timeout: Duration,
+}
+
+impl Default for BridgeSettings {
+    fn default() -> Self {
+        Self {
+            max_rounds: 10,
+            answer_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// Legacy-session options of `airlock serve`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LegacyOptions {
+    /// Most times a legacy client's request may run its component (each run that asks for input
+    /// sends the client its requests, then runs the component again).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub max_bridged_rounds: u32,
+    /// How long a legacy client has to answer an elicitation, sampling or roots request, in
+    /// milliseconds; then its request fails.
+    #[arg(long, default_value_t = 300_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub client_answer_timeout_ms: u64,
+    /// How long an HTTP session may stay idle (no request running, no stream open) before it ends,
+    /// in seconds.
+    #[arg(long, default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..))]
+    pub session_idle_timeout_secs: u64,
+    /// Most HTTP sessions open at once; beyond it, initialize is refused (HTTP 503) unless an idle
+    /// session can be ended.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_sessions: u32,
+}
+
+impl LegacyOptions {
+    /// The bridge limits these options set.
+    pub fn bridge(&self) -> BridgeSettings {
+        BridgeSettings {
+            max_rounds: self.max_bridged_rounds,
+            answer_timeout: Duration::from_millis(self.client_answer_timeout_ms),
+        }
+    }
+
+    /// An empty session table with these limits.
+    pub fn sessions(&self) -> Sessions {
+        Sessions::new(
+            self.max_sessions as usize,
+            Duration::from_secs(self.session_idle_timeout_secs),
+        )
+    }
+}
+
+/// Whether a request carries the 2026-07-28 envelope (its `_meta` names a
+/// protocol version), which makes it a modern request wherever it arrives.
+pub fn carries_modern_envelope(params: &Map<String, Value>) -> bool {
+    params
+        .get("_meta")
+        .and_then(Value::as_object)
+        .is_some_and(|meta| meta.contains_key(envelope::META_PROTOCOL_VERSION))
+}
+
+/// Whether a request opens a legacy session: an `initialize` without the
+/// 2026-07-28 envelope.
+pub fn is_legacy_initialize(request: &Request) -> bool {
+    request.method == "initialize" && !carries_modern_envelope(&request.params)
+}
+
+impl Server {
+    /// Answers `initialize`: the session it opens (for `principal`) and the
+    /// reply, or the error reply when the request is malformed.
+    pub fn initialize(
+        &self,
+        request: &Request,
+        principal: &str,
+    ) -> Result<(Session, Reply), Reply> {
+        let fail = |error: RpcError| Reply {
+            body: jsonrpc::encode_error(Some(&request.id), &error),
+            http_status: 400,
+        };
+        let requested =
+            super::dispatch::required_str(&request.params, "protocolVersion").map_err(fail)?;
+        let capabilities = match request.params.get("capabilities") {
+            None | Some(Value::Null) => json!({}),
+            Some(capabilities @ Value::Object(_)) => capabilities.clone(),
+            Some(_) => {
+                return Err(fail(RpcError::invalid_params(
+                    "Invalid params: capabilities must be an object",
+                )));
+            }
+        };
+        // The requested revision if it is one of ours, else our newest.
+        let version = LEGACY_VERSIONS
+            .iter()
+            .find(|v| **v == requested)
+            .unwrap_or(&LEGACY_VERSIONS[0]);
+        let client = request
+            .params
+            .get("clientInfo")
+            .and_then(|info| info.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("?");
+        let session = Session::new(principal, version, capabilities);
+        tracing::info!(session = %session.id(), version, requested, client, "legacy session opened");
+        let mut result = json!({
+            "protocolVersion": version,
+            "capabilities": self.capabilities(),
+            "serverInfo": self.server_info(),
+        });
+        if let Some(instructions) = &self.settings.instructions {
+            result["instructions"] = json!(instructions);
+        }
+        let reply = Reply {
+            body: jsonrpc::encode_result(&request.id, &result),
+            http_status: 200,
+        };
+        Ok((session, reply))
+    }
+
+    /// Answers one request of a legacy session; server-to-client requests
+    /// and notifications go through `notifier`, before the reply.
+    pub async fn handle_legacy(
+        &self,
+        session: &Session,
+        request: &Request,
+        notifier: Option<&Notifier>,
+    ) -> Reply {
+        let answer = |outcome: Result<(), RpcError>| Reply {
+            body: match outcome {
+                Ok(()) => jsonrpc::encode_result(&request.id, &json!({})),
+                Err(error) => jsonrpc::encode_error(Some(&request.id), &error),
+            },
+            http_status: 200,
+        };
+        match request.method.as_str() {
+            "ping" => answer(Ok(())),
+            "logging/setLevel" => answer(set_level(session, &request.params)),
+            "resources/subscribe" | "resources/unsubscribe" => answer(
+                super::dispatch::required_str(&request.params, "uri").map(|uri| {
+                    session.subscribe(uri, request.method == "resources/subscribe");
+                }),
+            ),
+            "initialize" => answer(Err(RpcError::invalid_request(
+                "Invalid Request: this session is already initialized",
+            ))),
+            method @ ("server/discover" | "subscriptions/listen") => {
+                answer(Err(RpcError::method_not_found(method).with_data(json!({
+                    "reason": format!("{method} is part of MCP {}, not of this session's MCP {}",
+                        envelope::PROTOCOL_VERSION, session.version()),
+                }))))
+            }
+            _ => self.bridge(session, request, notifier).await,
+        }
+    }
+
+    /// Takes a notification of a legacy session (`notifications/cancelled`
+    /// stops the request it names; the others need nothing).
+    pub fn legacy_notification(&self, session: &Session, notification: &Notification) {
+        if notification.method == "notifications/cancelled"
+            && let Some(id) = notification.params.get("requestId")
+        {
+            session.cancel(id);
+        }
+    }
+
+    /// Sends a legacy session's client, through `out`, what it should hear
+    /// outside any request: list changes and updates of the resources it
+    /// subscribed to. Runs until the session closes, `out` closes or the
+    /// server shuts down.
+    pub async fn session_stream(&self, session: &Session, out: &Notifier) {
+        let mut changes = self.subscriptions.subscribe();
+        let mut shutdown = self.shutdown.subscribe();
+        loop {
+            let changes: Vec<ServerChange> = tokio::select! {
+                change = changes.recv() => match change {
+                    Ok(change) => vec![change],
+                    // Missed some: every list may have changed.
+                    Err(broadcast::error::RecvError::Lagged(_)) => vec![
+                        ServerChange::ToolsListChanged,
+                        ServerChange::PromptsListChanged,
+                        ServerChange::ResourcesListChanged,
+                    ],
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+                _ = shutdown.wait_for(|down| *down) => return,
+                () = session.wait_closed() => return,
+                () = out.closed() => return,
+            };
+            for change in changes {
+                let message = match &change {
+                    ServerChange::ToolsListChanged => {
+                        jsonrpc::encode_notification("notifications/tools/list_changed", &json!({}))
+                    }
+                    ServerChange::PromptsListChanged => jsonrpc::encode_notification(
+                        "notifications/prompts/list_changed",
+                        &json!({}),
+                    ),
+                    ServerChange::ResourcesListChanged => jsonrpc::encode_notification(
+                        "notifications/resources/list_changed",
+                        &json!({}),
+                    ),
+                    ServerChange::ResourceUpdated(uri) if session.is_subscribed(uri) => {
+                        jsonrpc::encode_notification(
+                            "notifications/resources/updated",
+                            &json!({ "uri": &**uri }),
+                        )
+                    }
+                    ServerChange::ResourceUpdated(_) => continue,
+                };
+                if out.send(message).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn set_level(session: &Session, params: &Map<String, Value>) -> Result<(), RpcError> {
+    let name = super::dispatch::required_str(params, "level")?;
+    let level = LogLevel::from_name(name).ok_or_else(|| {
+        RpcError::invalid_params(format!(
+            "Invalid params: unknown log level '{name}' (debug, info, notice, warning, error, critical, alert, emergency)"
+        ))
+    })?;
+    session.set_log_level(level);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(method: &str, params: Value) -> Request {
+        Request {
+            id: json!(1),
+            method: method.into(),
+            params: params.as_object().cloned().unwrap_or_default(),
+        }
+    }
+
+    #[test]
+    fn only_initialize_without_the_modern_envelope_opens_a_session() {
+        assert!(is_legacy_initialize(&request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "_meta": {"progressToken": 1}})
+        )));
+        assert!(!is_legacy_initialize(&request(
+            "initialize",
+            json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}})
+        )));
+        assert!(!is_legacy_initialize(&request("tools/list", json!({}))));
+    }
+
+    #[test]
+    fn log_levels_are_checked() {
+        let session = Session::new("p", "2025-11-25", json!({}));
+        assert!(set_level(&session, json!({"level": "debug"}).as_object().unwrap()).is_ok());
+        let error = set_level(&session, json!({"level": "loud"}).as_object().unwrap()).unwrap_err();
+        assert_eq!(error.code, jsonrpc::codes::INVALID_PARAMS);
+        assert!(set_level(&session, &Map::new()).is_err());
+    }
+}

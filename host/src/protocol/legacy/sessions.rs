@@ -1,0 +1,163 @@
+//! The HTTP transport's table of legacy sessions: bounded in number, and
+//! forgetting sessions left idle too long.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::session::Session;
+
+/// The open sessions, by `Mcp-Session-Id`.
+pub struct Sessions {
+    open: Mutex<HashMap<String, Arc<Session>>>,
+    max: usize,
+    idle_timeout: Duration,
+}
+
+impl std::fmt::Debug for Sessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sessions")
+            .field("open", &self.len())
+            .field("max", &self.max)
+            .field("idle_timeout", &self.idle_timeout)
+            .finish()
+    }
+}
+
+/// The table is full of sessions that are in use.
+#[derive(Debug)]
+pub struct Full {
+    /// The configured maximum.
+    pub max: usize,
+}
+
+impl Sessions {
+    /// An empty table of at most `max` sessions, each forgotten once idle
+    /// for `idle_timeout`.
+    pub fn new(max: usize, idle_timeout: Duration) -> Self {
+        Sessions {
+            open: Mutex::default(),
+            max,
+            idle_timeout,
+        }
+    }
+
+    /// How long a session may stay idle.
+    pub fn idle_timeout(&self) -> Duration {
+        self.idle_timeout
+    }
+
+    /// Adds a session; when the table is full, expired sessions go first,
+    /// and if none has expired the session is refused.
+    pub fn insert(&self, session: Arc<Session>) -> Result<(), Full> {
+        if self.lock().len() >= self.max {
+            self.expire();
+        }
+        let mut open = self.lock();
+        if open.len() >= self.max {
+            return Err(Full { max: self.max });
+        }
+        open.insert(session.id().to_owned(), session);
+        Ok(())
+    }
+
+    /// The session with this id, if it is open and belongs to `principal`
+    /// (another principal's session is reported as unknown, like a dead one).
+    pub fn get(&self, id: &str, principal: &str) -> Option<Arc<Session>> {
+        let session = self.lock().get(id).cloned()?;
+        (session.principal() == principal).then(|| {
+            session.touch();
+            session
+        })
+    }
+
+    /// Ends the session with this id if it belongs to `principal`; false
+    /// when there is no such session.
+    pub fn end(&self, id: &str, principal: &str) -> bool {
+        let mut open = self.lock();
+        let Some(session) = open.get(id).filter(|s| s.principal() == principal) else {
+            return false;
+        };
+        session.close();
+        open.remove(id);
+        true
+    }
+
+    /// Ends every session idle for longer than the idle timeout; returns
+    /// how many.
+    pub fn expire(&self) -> usize {
+        let mut open = self.lock();
+        let before = open.len();
+        open.retain(|id, session| {
+            let expired = session
+                .idle_for()
+                .is_some_and(|idle| idle > self.idle_timeout);
+            if expired {
+                tracing::info!(session = %id, "session expired (idle)");
+                session.close();
+            }
+            !expired
+        });
+        before - open.len()
+    }
+
+    /// Ends every session, letting running requests finish (the server is
+    /// shutting down).
+    pub fn end_all(&self) {
+        for (_, session) in self.lock().drain() {
+            session.stop_waiting();
+        }
+    }
+
+    /// How many sessions are open.
+    fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Session>>> {
+        self.open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn session(principal: &str) -> Arc<Session> {
+        Arc::new(Session::new(principal, "2025-11-25", json!({})))
+    }
+
+    #[test]
+    fn sessions_belong_to_their_principal() {
+        let sessions = Sessions::new(4, Duration::from_secs(60));
+        let a = session("alice");
+        sessions.insert(a.clone()).unwrap();
+        assert!(sessions.get(a.id(), "alice").is_some());
+        assert!(sessions.get(a.id(), "mallory").is_none());
+        assert!(!sessions.end(a.id(), "mallory"));
+        assert!(sessions.end(a.id(), "alice"));
+        assert!(sessions.get(a.id(), "alice").is_none());
+        assert!(!sessions.end(a.id(), "alice"));
+    }
+
+    #[test]
+    fn a_full_table_makes_room_only_from_idle_sessions() {
+        let sessions = Sessions::new(2, Duration::ZERO);
+        let (a, b) = (session("p"), session("p"));
+        sessions.insert(a.clone()).unwrap();
+        sessions.insert(b.clone()).unwrap();
+        let busy_a = a.track(&json!(1));
+        let _busy_b = b.open_stream().unwrap();
+        assert!(sessions.insert(session("p")).is_err(), "both in use");
+        drop(busy_a);
+        std::thread::sleep(Duration::from_millis(2));
+        sessions.insert(session("p")).unwrap();
+        assert!(sessions.get(a.id(), "p").is_none(), "the idle one expired");
+        assert!(sessions.get(b.id(), "p").is_some());
+        assert_eq!(sessions.len(), 2);
+    }
+}
