@@ -12,6 +12,7 @@ pub mod http;
 pub mod jwt;
 pub mod mcp;
 pub mod paths;
+pub mod sdk_clients;
 pub mod server;
 pub mod sse;
 pub mod stdio;

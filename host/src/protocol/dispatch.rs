@@ -262,9 +262,6 @@ impl Server {
         context: RequestContext<'_>,
         notifier: Option<&Notifier>,
     ) -> Result<Reply, RpcError> {
-        if request.method == "initialize" && !request.params.contains_key("_meta") {
-            return Err(legacy_initialize());
-        }
         let meta =
             envelope::check_envelope(&request.method, &request.params, context.headers.as_ref())?;
         let catalog = self.catalog();
@@ -361,20 +358,6 @@ fn unknown_method(method: &str) -> RpcError {
     }
 }
 
-/// A legacy client's `initialize`: say which versions this server speaks,
-/// the only thing such a client can show its user.
-fn legacy_initialize() -> RpcError {
-    RpcError::new(
-        jsonrpc::codes::METHOD_NOT_FOUND,
-        format!(
-            "initialize is not supported: this server speaks MCP {} (stateless, no handshake)",
-            SUPPORTED_VERSIONS.join(", ")
-        ),
-    )
-    .with_status(404)
-    .with_data(json!({ "supported": SUPPORTED_VERSIONS }))
-}
-
 /// Reads a required string parameter.
 pub(super) fn required_str<'a>(
     params: &'a Map<String, Value>,
@@ -404,9 +387,5 @@ mod tests {
         );
         assert!(e.message.contains("does not exist in MCP 2026-07-28"));
         assert_eq!(unknown_method("x/y").message, "Method not found: x/y");
-        assert_eq!(
-            legacy_initialize().data.unwrap()["supported"][0],
-            PROTOCOL_VERSION
-        );
     }
 }
