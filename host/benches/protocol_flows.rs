@@ -5,7 +5,11 @@
 //! - `sha256`: one plain `tools/call`;
 //! - `work_items_flow`: the full `update_work_item` flow of the sample tool:
 //!   three rounds (Resolution asked, "Duplicate Of" asked, complete), each a
-//!   new request carrying the previous round's sealed state.
+//!   new request carrying the previous round's sealed state;
+//! - `bridged_work_items_flow`: the same flow for a 2025-era session: one
+//!   `tools/call`, the two questions sent to the client as
+//!   `elicitation/create` requests and answered at once by an in-process
+//!   client, the three rounds run by the bridge.
 //!
 //! Needs the guests built first:
 //!
@@ -18,7 +22,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use airlock::protocol::jsonrpc::{self, Incoming};
+use airlock::protocol::jsonrpc::{self, Incoming, Response};
+use airlock::protocol::legacy::Session;
 use airlock::protocol::{ProtocolSettings, RequestContext, Server};
 use airlock::registry::Registry;
 use airlock::runtime::{Runtime, RuntimeLimits};
@@ -124,6 +129,54 @@ async fn work_items_flow(server: &Server) {
     );
 }
 
+/// Opens a 2025-11-25 session that declared form elicitation.
+fn session(server: &Server) -> Session {
+    let body = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"bench","version":"1"}}}"#;
+    let Ok(Incoming::Request(request)) = jsonrpc::decode(body) else {
+        panic!("bad initialize")
+    };
+    let Ok((session, _)) = server.initialize(&request, "bench") else {
+        panic!("initialize refused")
+    };
+    session
+}
+
+async fn bridged_work_items_flow(server: &Server, session: &Session) {
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"update_work_item","arguments":{"workItemId":42,"fields":{"State":"Resolved"}}}}"#;
+    let Ok(Incoming::Request(request)) = jsonrpc::decode(body) else {
+        panic!("bad request")
+    };
+    let (out, mut asked) = tokio::sync::mpsc::channel::<Vec<u8>>(8);
+    let client = async {
+        while let Some(message) = asked.recv().await {
+            let message: Value = serde_json::from_slice(&message).unwrap();
+            let content = if message["params"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("resolution"))
+            {
+                json!({"resolution": "Duplicate"})
+            } else {
+                json!({"duplicateOf": 17})
+            };
+            session.answer(Response {
+                id: message["id"].clone(),
+                outcome: Ok(json!({"action": "accept", "content": content})),
+            });
+        }
+    };
+    let call = async {
+        let reply = server.handle_legacy(session, &request, Some(&out)).await;
+        drop(out);
+        reply
+    };
+    let (reply, ()) = tokio::join!(call, client);
+    let reply: Value = serde_json::from_slice(&reply.body).unwrap();
+    assert_eq!(
+        reply["result"]["structuredContent"]["fields"]["Duplicate Of"], 17,
+        "bridged flow did not complete: {reply}"
+    );
+}
+
 fn benches(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -138,11 +191,16 @@ fn benches(c: &mut Criterion) {
         );
         work_items_flow(&server).await;
     });
+    let legacy = session(&server);
+    rt.block_on(bridged_work_items_flow(&server, &legacy));
     c.bench_function("sha256 tools/call in-process", |b| {
         b.iter(|| rt.block_on(send(&server, &sha256)))
     });
     c.bench_function("work_items 3-round flow in-process", |b| {
         b.iter(|| rt.block_on(work_items_flow(&server)))
+    });
+    c.bench_function("work_items 3-round flow bridged (2025 session)", |b| {
+        b.iter(|| rt.block_on(bridged_work_items_flow(&server, &legacy)))
     });
 }
 

@@ -592,7 +592,8 @@ async fn session_post(
             .unwrap_or_else(|_cancelled| Reply::none())
     };
     if accepts_event_stream(headers) {
-        stream_or_reply(run, None).await
+        // Kept alive: the stream may wait minutes for a person to answer.
+        stream_or_reply(run, Some(KEEP_ALIVE)).await
     } else {
         let mut task = AbortOnDrop(tokio::spawn(run(None)));
         match (&mut task.0).await {
@@ -611,7 +612,8 @@ impl<T> Drop for AbortOnDrop<T> {
     }
 }
 
-/// How often an idle long-lived stream (`subscriptions/listen`) gets an SSE
+/// How often an idle long-lived stream (`subscriptions/listen`, a session's
+/// stream, a session's request waiting for the client's answer) gets an SSE
 /// comment, so that proxies and clients do not take it for dead.
 const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(15);
 
