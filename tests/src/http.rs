@@ -170,15 +170,9 @@ pub fn parse_sse(text: &str) -> Vec<Value> {
     let text = text.replace("\r\n", "\n");
     let mut events = Vec::new();
     for block in text.split("\n\n") {
-        let data: Vec<&str> = block
-            .lines()
-            .filter_map(|line| line.strip_prefix("data:"))
-            .map(|d| d.strip_prefix(' ').unwrap_or(d))
-            .collect();
-        if data.is_empty() {
+        let Some(payload) = crate::sse::event_data(block) else {
             continue;
-        }
-        let payload = data.join("\n");
+        };
         events.push(
             serde_json::from_str(&payload)
                 .unwrap_or_else(|e| panic!("SSE data is not JSON ({e}): {payload}")),

@@ -10,6 +10,7 @@ pub mod everything;
 pub mod flows;
 pub mod http;
 pub mod jwt;
+pub mod legacy;
 pub mod mcp;
 pub mod paths;
 pub mod sdk_clients;

@@ -188,15 +188,9 @@ impl SseStream {
                 .min()?;
             let block = String::from_utf8_lossy(&self.body[..at]).into_owned();
             self.body.drain(..at + separator);
-            let data: Vec<&str> = block
-                .lines()
-                .filter_map(|line| line.strip_prefix("data:"))
-                .map(|d| d.strip_prefix(' ').unwrap_or(d))
-                .collect();
-            if data.is_empty() {
+            let Some(payload) = event_data(&block) else {
                 continue;
-            }
-            let payload = data.join("\n");
+            };
             let event: Value = serde_json::from_str(&payload)
                 .unwrap_or_else(|e| panic!("SSE data is not JSON ({e}): {payload}"));
             self.seen.push(event.clone());
@@ -288,4 +282,15 @@ pub fn listen(http: &Http, notifications: Value) -> (Value, SseStream) {
         "the acknowledgement echoes the filter: {ack}"
     );
     (id, stream)
+}
+
+/// The data of one SSE event block (its `data:` lines joined), or `None`
+/// for a block without data (a comment, such as a keep-alive).
+pub fn event_data(block: &str) -> Option<String> {
+    let data: Vec<&str> = block
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(|d| d.strip_prefix(' ').unwrap_or(d))
+        .collect();
+    (!data.is_empty()).then(|| data.join("\n"))
 }
