@@ -363,8 +363,8 @@ fn protected_resource_metadata_is_served_without_a_token() {
             "Bearer realm=\"airlock\", resource_metadata=\"{METADATA_URL}\", scope=\"mcp:tools\""
         )
     );
-    // GET on the endpoint is still not allowed.
-    assert_eq!(server.client().get().status, 405);
+    // GET on the endpoint (a session's stream) needs a token like any request.
+    assert_eq!(server.client().get().status, 401);
 }
 
 #[test]
