@@ -931,6 +931,9 @@ fn a_full_session_table_refuses_initialize_with_503() {
     let endpoint = endpoint(&server);
     let first = endpoint.open(legacy_caps());
     let second = endpoint.open(legacy_caps());
+    // Both in use: their streams are open.
+    let first_stream = first.listen();
+    let _second_stream = second.listen();
 
     let refused = endpoint.initialize(initialize_params(LEGACY_VERSION, legacy_caps()));
     refused.assert_error(503, INTERNAL_ERROR, Some(&json!(0)));
@@ -947,10 +950,22 @@ fn a_full_session_table_refuses_initialize_with_503() {
         .call(&ToolCall::new("sha256", json!({"text": "abc"})));
     assert!(modern.get("result").is_some(), "{modern}");
 
-    // Ending one makes room.
-    assert_eq!(first.delete().status, 200);
-    let third = endpoint.open(legacy_caps());
+    // Once the first is idle (its stream closed), a new session takes its
+    // place: the idle one ends, the busy one stays.
+    drop(first_stream);
+    let third = wait_until("room for a third session", || {
+        let reply = endpoint.initialize(initialize_params(LEGACY_VERSION, legacy_caps()));
+        match reply.header(SESSION_HEADER) {
+            Some(id) if reply.status == 200 => Ok(endpoint.session(id)),
+            _ => Err(format!("initialize got {}", reply.status)),
+        }
+    });
     assert_ping(&third);
+    assert_ping(&second);
+    assert_session_not_found(
+        &first.post(&json!({"jsonrpc": "2.0", "id": 9, "method": "ping"})),
+        "the idle session made room",
+    );
 }
 
 #[test]

@@ -65,8 +65,8 @@ pub struct LegacyOptions {
     /// in seconds.
     #[arg(long, default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..))]
     pub session_idle_timeout_secs: u64,
-    /// Most HTTP sessions open at once; beyond it, initialize is refused (HTTP 503) unless an idle
-    /// session can be ended.
+    /// Most HTTP sessions open at once; when full, the session idle the longest ends to make room,
+    /// and if every session is in use, initialize is refused (HTTP 503).
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_sessions: u32,
 }

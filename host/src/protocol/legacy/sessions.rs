@@ -47,15 +47,29 @@ impl Sessions {
         self.idle_timeout
     }
 
-    /// Adds a session; when the table is full, expired sessions go first,
-    /// and if none has expired the session is refused.
+    /// Adds a session. When the table is full, expired sessions end first,
+    /// then the one idle the longest (its client gets 404 and initializes
+    /// again); a session with a request running or its stream open is never
+    /// ended to make room, so when every session is in use the new one is
+    /// refused.
     pub fn insert(&self, session: Arc<Session>) -> Result<(), Full> {
-        if self.lock().len() >= self.max {
-            self.expire();
-        }
         let mut open = self.lock();
         if open.len() >= self.max {
-            return Err(Full { max: self.max });
+            self.expire_in(&mut open);
+        }
+        if open.len() >= self.max {
+            let longest_idle = open
+                .iter()
+                .filter_map(|(id, s)| s.idle_for().map(|idle| (idle, id.clone())))
+                .max();
+            let Some((idle, id)) = longest_idle else {
+                return Err(Full { max: self.max });
+            };
+            tracing::warn!(session = %id, idle_secs = idle.as_secs(), max = self.max,
+                "session ended to make room for a new one (--max-sessions)");
+            if let Some(evicted) = open.remove(&id) {
+                evicted.close();
+            }
         }
         open.insert(session.id().to_owned(), session);
         Ok(())
@@ -86,7 +100,10 @@ impl Sessions {
     /// Ends every session idle for longer than the idle timeout; returns
     /// how many.
     pub fn expire(&self) -> usize {
-        let mut open = self.lock();
+        self.expire_in(&mut self.lock())
+    }
+
+    fn expire_in(&self, open: &mut HashMap<String, Arc<Session>>) -> usize {
         let before = open.len();
         open.retain(|id, session| {
             let expired = session
@@ -146,18 +163,34 @@ mod tests {
 
     #[test]
     fn a_full_table_makes_room_only_from_idle_sessions() {
-        let sessions = Sessions::new(2, Duration::ZERO);
+        let sessions = Sessions::new(2, Duration::from_secs(3600));
         let (a, b) = (session("p"), session("p"));
         sessions.insert(a.clone()).unwrap();
         sessions.insert(b.clone()).unwrap();
         let busy_a = a.track(&json!(1));
-        let _busy_b = b.open_stream().unwrap();
+        let busy_b = b.open_stream().unwrap();
         assert!(sessions.insert(session("p")).is_err(), "both in use");
         drop(busy_a);
-        std::thread::sleep(Duration::from_millis(2));
         sessions.insert(session("p")).unwrap();
-        assert!(sessions.get(a.id(), "p").is_none(), "the idle one expired");
-        assert!(sessions.get(b.id(), "p").is_some());
+        assert!(
+            sessions.get(a.id(), "p").is_none(),
+            "the idle one made room"
+        );
+        assert!(sessions.get(b.id(), "p").is_some(), "the busy one stays");
         assert_eq!(sessions.len(), 2);
+        drop(busy_b);
+    }
+
+    #[test]
+    fn expiry_ends_only_sessions_idle_too_long() {
+        let sessions = Sessions::new(4, Duration::ZERO);
+        let (idle, busy) = (session("p"), session("p"));
+        sessions.insert(idle.clone()).unwrap();
+        sessions.insert(busy.clone()).unwrap();
+        let _running = busy.track(&json!(1));
+        std::thread::sleep(Duration::from_millis(2));
+        assert_eq!(sessions.expire(), 1);
+        assert!(sessions.get(idle.id(), "p").is_none());
+        assert!(sessions.get(busy.id(), "p").is_some());
     }
 }
