@@ -27,7 +27,8 @@ pub use sessions::{Full, Sessions};
 use super::dispatch::{Notifier, Reply, Server};
 use super::envelope::{self, LogLevel};
 use super::jsonrpc::{self, Notification, Request, RpcError};
-use super::subscriptions::ServerChange;
+use super::subscriptions::{MAX_RESOURCE_SUBSCRIPTIONS, ServerChange};
+use crate::registry::validate::MAX_URI_LEN;
 
 /// The revisions a legacy session may negotiate, newest first.
 pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
@@ -173,11 +174,11 @@ impl Server {
         match request.method.as_str() {
             "ping" => answer(Ok(())),
             "logging/setLevel" => answer(set_level(session, &request.params)),
-            "resources/subscribe" | "resources/unsubscribe" => answer(
-                super::dispatch::required_str(&request.params, "uri").map(|uri| {
-                    session.subscribe(uri, request.method == "resources/subscribe");
-                }),
-            ),
+            "resources/subscribe" | "resources/unsubscribe" => answer(subscribe(
+                session,
+                &request.params,
+                request.method == "resources/subscribe",
+            )),
             "initialize" => answer(Err(RpcError::invalid_request(
                 "Invalid Request: this session is already initialized",
             ))),
@@ -253,6 +254,24 @@ impl Server {
     }
 }
 
+/// `resources/subscribe` (`on`) and `resources/unsubscribe`: any URI up to
+/// the length limit (a resource may appear later), at most as many per
+/// session as one `subscriptions/listen` may name.
+fn subscribe(session: &Session, params: &Map<String, Value>, on: bool) -> Result<(), RpcError> {
+    let uri = super::dispatch::required_str(params, "uri")?;
+    if uri.len() > MAX_URI_LEN {
+        return Err(RpcError::invalid_params(format!(
+            "Invalid params: uri is longer than {MAX_URI_LEN} bytes"
+        )));
+    }
+    if !session.subscribe(uri, on, MAX_RESOURCE_SUBSCRIPTIONS) {
+        return Err(RpcError::invalid_params(format!(
+            "Invalid params: a session may subscribe to at most {MAX_RESOURCE_SUBSCRIPTIONS} resources"
+        )));
+    }
+    Ok(())
+}
+
 fn set_level(session: &Session, params: &Map<String, Value>) -> Result<(), RpcError> {
     let name = super::dispatch::required_str(params, "level")?;
     let level = LogLevel::from_name(name).ok_or_else(|| {
@@ -287,6 +306,24 @@ mod tests {
             json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}})
         )));
         assert!(!is_legacy_initialize(&request("tools/list", json!({}))));
+    }
+
+    #[test]
+    fn subscriptions_are_bounded() {
+        let session = Session::new("p", "2025-11-25", json!({}));
+        let params = |uri: &str| json!({ "uri": uri }).as_object().cloned().unwrap();
+        for i in 0..MAX_RESOURCE_SUBSCRIPTIONS {
+            subscribe(&session, &params(&format!("a://{i}")), true).unwrap();
+        }
+        assert!(subscribe(&session, &params("a://one-more"), true).is_err());
+        subscribe(&session, &params("a://0"), true).unwrap();
+        subscribe(&session, &params("a://0"), false).unwrap();
+        subscribe(&session, &params("a://one-more"), true).unwrap();
+        assert!(session.is_subscribed("a://one-more"));
+        assert!(!session.is_subscribed("a://0"));
+        let long = format!("a://{}", "x".repeat(MAX_URI_LEN));
+        assert!(subscribe(&session, &params(&long), true).is_err());
+        assert!(subscribe(&session, &Map::new(), true).is_err());
     }
 
     #[test]

@@ -98,14 +98,18 @@ impl Session {
         *lock(&self.log_level) = Some(level);
     }
 
-    /// Adds (`true`) or removes a resource subscription.
-    pub(super) fn subscribe(&self, uri: &str, on: bool) {
+    /// Adds (`true`) or removes a resource subscription; false when adding
+    /// would pass `max` subscriptions.
+    pub(super) fn subscribe(&self, uri: &str, on: bool, max: usize) -> bool {
         let mut subscribed = lock(&self.subscribed);
-        if on {
+        if !on {
+            subscribed.remove(uri);
+        } else if subscribed.len() < max || subscribed.contains(uri) {
             subscribed.insert(uri.to_owned());
         } else {
-            subscribed.remove(uri);
+            return false;
         }
+        true
     }
 
     /// Whether the client subscribed to a resource covering `uri`.
