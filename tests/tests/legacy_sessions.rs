@@ -836,7 +836,10 @@ fn an_unanswered_request_times_out_and_the_session_goes_on() {
     let session = endpoint(&server).open(legacy_caps());
     let (call, mut stream, asked) = start_elicitation(&session, "Anyone?");
     let (before, done) = read_response(&mut stream, &call);
-    assert!(before.is_empty(), "{before:?}");
+    // The client is told to stop asking, then the call fails.
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert_eq!(before[0]["method"], "notifications/cancelled", "{before:?}");
+    assert_eq!(before[0]["params"]["requestId"], asked, "{before:?}");
     assert_eq!(error_code(&done), INTERNAL_ERROR, "{done}");
     let message = error_message(&done);
     assert!(

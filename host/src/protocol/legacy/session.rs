@@ -173,7 +173,18 @@ impl Session {
         }
         tracing::debug!(session = %self.id, request = id, method, "asked the client");
         match tokio::time::timeout(timeout, answered).await {
-            Err(_) => Err(AskError::TimedOut(timeout)),
+            Err(_) => {
+                // Tell the client to stop asking its user: no answer counts now.
+                let cancelled = json!({
+                    "requestId": id,
+                    "reason": format!("no answer within {} ms", timeout.as_millis()),
+                });
+                let _ = out.try_send(jsonrpc::encode_notification(
+                    "notifications/cancelled",
+                    &cancelled,
+                ));
+                Err(AskError::TimedOut(timeout))
+            }
             Ok(Err(_)) => Err(AskError::Gone),
             Ok(Ok(Ok(result))) => Ok(result),
             Ok(Ok(Err(error))) => Err(AskError::Refused(error)),
@@ -356,13 +367,17 @@ mod tests {
     #[tokio::test]
     async fn unanswered_requests_time_out_or_end_with_the_session() {
         let session = session();
-        let (out, _sent) = tokio::sync::mpsc::channel(4);
+        let (out, mut sent) = tokio::sync::mpsc::channel(4);
         let timeout = Duration::from_millis(20);
         let params = json!({});
         assert_eq!(
             session.ask(&out, "roots/list", &params, timeout).await,
             Err(AskError::TimedOut(timeout))
         );
+        let asked: Value = serde_json::from_slice(&sent.recv().await.unwrap()).unwrap();
+        let cancelled: Value = serde_json::from_slice(&sent.recv().await.unwrap()).unwrap();
+        assert_eq!(cancelled["method"], "notifications/cancelled");
+        assert_eq!(cancelled["params"]["requestId"], asked["id"]);
         assert_eq!(session.awaited_count(), 0);
         let ask = session.ask(&out, "roots/list", &params, Duration::from_secs(5));
         let close = async {
