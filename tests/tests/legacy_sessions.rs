@@ -653,6 +653,70 @@ fn elicitation_sampling_and_roots_are_each_asked_and_answered() {
     assert_eq!(text(&done["result"]), "LLM response: Hi!", "{done}");
 }
 
+/// Seven items for `build_report`: three rounds in slices of three.
+fn report_items() -> Value {
+    json!(["one", "two words", "three", "four", "five", "six", "seven"])
+}
+
+#[test]
+fn state_only_rounds_run_again_without_asking_the_client() {
+    let server = serve_with(&["report"], &[]);
+    let session = endpoint(&server).open(legacy_caps());
+    let (call, mut stream) = session.stream(
+        "tools/call",
+        json!({
+            "name": "build_report",
+            "arguments": {"items": report_items(), "sliceSize": 3},
+            "_meta": {"progressToken": "report"},
+        }),
+    );
+    let (before, done) = read_response(&mut stream, &call);
+    // One progress report per round, and no request of the server.
+    let progress: Vec<&Value> = before.iter().map(|e| &e["params"]["progress"]).collect();
+    assert_eq!(
+        progress,
+        [&json!(3.0), &json!(6.0), &json!(7.0)],
+        "{before:?}"
+    );
+    assert!(
+        before
+            .iter()
+            .all(|e| e["method"] == "notifications/progress" && e.get("id").is_none()),
+        "{before:?}"
+    );
+    let result = &done["result"];
+    assert_legacy_result(result);
+    assert!(
+        text(result).starts_with("Report on 7 items:\n1. \"one\": 3 characters, 1 word"),
+        "{result}"
+    );
+    assert_eq!(
+        result["structuredContent"]["lines"]
+            .as_array()
+            .map(Vec::len),
+        Some(7)
+    );
+}
+
+#[test]
+fn a_request_past_the_round_limit_fails_clearly() {
+    let server = serve_with(&["report"], &["--max-bridged-rounds", "2"]);
+    let session = endpoint(&server).open(legacy_caps());
+    let arguments = |items: Value| json!({"name": "build_report", "arguments": {"items": items, "sliceSize": 3}});
+    let refused = session.rpc("tools/call", arguments(report_items()));
+    assert_eq!(error_code(&refused), INTERNAL_ERROR, "{refused}");
+    assert!(
+        error_message(&refused).contains("still needed input after 2 rounds"),
+        "{refused}"
+    );
+    // Six items take two rounds: within the limit.
+    let done = session.result(
+        "tools/call",
+        arguments(json!(["a", "b", "c", "d", "e", "f"])),
+    );
+    assert!(text(&done).starts_with("Report on 6 items:"), "{done}");
+}
+
 #[test]
 fn a_capability_the_session_did_not_declare_fails_without_asking() {
     let server = serve(&["everything"]);
