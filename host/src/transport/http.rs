@@ -1,7 +1,7 @@
-//! Streamable HTTP (MCP 2026-07-28) on axum.
+//! Streamable HTTP (MCP 2026-07-28, and 2025-era sessions) on axum.
 //!
-//! One endpoint, `/mcp`, POST only; plus, when configured, the OAuth
-//! protected-resource metadata (RFC 9728) on GET
+//! One endpoint, `/mcp`: POST, plus GET and DELETE for sessions; and, when
+//! configured, the OAuth protected-resource metadata (RFC 9728) on GET
 //! `/.well-known/oauth-protected-resource[/mcp]`, served without a token.
 //! Before a body is decoded: the `Host` and `Origin` headers are checked
 //! against an allow-list (DNS-rebinding protection), the bearer token is
