@@ -418,33 +418,10 @@ fn wait_for_log(server: &HttpServer, needle: &str, times: usize) -> String {
     })
 }
 
-/// xorshift64*: deterministic mutations, no dependency.
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    /// 1 to 4 distinct positions in `0..len`.
-    fn positions(&mut self, len: usize) -> Vec<usize> {
-        let count = (1 + self.below(4)).min(len);
-        let mut picked = Vec::with_capacity(count);
-        while picked.len() < count {
-            let pos = self.below(len);
-            if !picked.contains(&pos) {
-                picked.push(pos);
-            }
-        }
-        picked
-    }
+/// 1 to 4 distinct positions in `0..len`, picked by `rng`.
+fn positions(rng: &mut fastrand::Rng, len: usize) -> Vec<usize> {
+    let count = 1 + rng.usize(..4);
+    rng.choose_multiple(0..len, count)
 }
 
 const URL_SAFE: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -452,20 +429,20 @@ const URL_SAFE: base64::engine::GeneralPurpose = base64::engine::general_purpose
 /// `token` with 1–4 characters replaced by other base64url characters
 /// (even indices of `i`), or decoded, 1–4 bytes XORed with nonzero masks,
 /// and re-encoded (odd).
-fn mutate(rng: &mut XorShift, token: &str, i: usize) -> String {
+fn mutate(rng: &mut fastrand::Rng, token: &str, i: usize) -> String {
     let mutated = if i.is_multiple_of(2) {
         let mut text = token.as_bytes().to_vec();
-        for pos in rng.positions(text.len()) {
+        for pos in positions(rng, text.len()) {
             let old = text[pos];
             while text[pos] == old {
-                text[pos] = BASE64URL[rng.below(64)];
+                text[pos] = BASE64URL[rng.usize(..64)];
             }
         }
         String::from_utf8(text).unwrap()
     } else {
         let mut bytes = URL_SAFE.decode(token).expect("a base64url token");
-        for pos in rng.positions(bytes.len()) {
-            bytes[pos] ^= 1 + rng.below(255) as u8;
+        for pos in positions(rng, bytes.len()) {
+            bytes[pos] ^= 1 + rng.usize(..255) as u8;
         }
         URL_SAFE.encode(bytes)
     };
@@ -479,7 +456,7 @@ fn hundreds_of_random_mutations_are_refused_by_the_server() {
     let server = serve_deploy();
     let client = server.client();
     let token = first_round(&client, "fuzz");
-    let mut rng = XorShift(0x5eed_f00d_a171_0c0c);
+    let mut rng = fastrand::Rng::with_seed(0x5eed_f00d_a171_0c0c);
     for i in 0..MUTATIONS {
         let mutated = mutate(&mut rng, &token, i);
         let response = second_round(&client, "fuzz", &mutated);
@@ -688,7 +665,7 @@ fn single_use_state_opens_each_token_once() {
     // Refused presentations do not spend the token...
     let state = first_round(&client, "once");
     assert_invalid_state(&second_round(&client, "other", &state));
-    let mut rng = XorShift(42);
+    let mut rng = fastrand::Rng::with_seed(42);
     for i in 0..20 {
         assert_invalid_state(&second_round(&client, "once", &mutate(&mut rng, &state, i)));
     }

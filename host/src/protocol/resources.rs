@@ -44,11 +44,7 @@ impl Server {
         let params = &request.params;
         let uri = required_str(params, "uri")?;
         envelope::check_name_header(context.headers.as_ref(), uri)?;
-        if uri.len() > MAX_URI_LEN {
-            return Err(RpcError::invalid_params(format!(
-                "Invalid params: uri is longer than {MAX_URI_LEN} bytes"
-            )));
-        }
+        check_uri_length(uri)?;
         let (component, template) = catalog
             .registry
             .resolve_resource(uri)
@@ -103,6 +99,16 @@ impl Server {
             }
         }
     }
+}
+
+/// Refuses a `uri` parameter longer than any URI a component may serve.
+pub(super) fn check_uri_length(uri: &str) -> Result<(), RpcError> {
+    if uri.len() > MAX_URI_LEN {
+        return Err(RpcError::invalid_params(format!(
+            "Invalid params: uri is longer than {MAX_URI_LEN} bytes"
+        )));
+    }
+    Ok(())
 }
 
 /// -32602 with `data.uri` (SEP-2164).

@@ -40,6 +40,34 @@ pub enum ServerChange {
     ResourceUpdated(Arc<str>),
 }
 
+impl ServerChange {
+    /// Every list change: what a listener that missed some must assume.
+    pub(super) const ALL_LISTS: [ServerChange; 3] = [
+        ServerChange::ToolsListChanged,
+        ServerChange::PromptsListChanged,
+        ServerChange::ResourcesListChanged,
+    ];
+
+    /// The notification that announces this change.
+    pub(super) fn method(&self) -> &'static str {
+        match self {
+            ServerChange::ToolsListChanged => "notifications/tools/list_changed",
+            ServerChange::PromptsListChanged => "notifications/prompts/list_changed",
+            ServerChange::ResourcesListChanged => "notifications/resources/list_changed",
+            ServerChange::ResourceUpdated(_) => "notifications/resources/updated",
+        }
+    }
+
+    /// The notification's params: the URI of an updated resource.
+    pub(super) fn params(&self) -> Map<String, Value> {
+        let mut params = Map::new();
+        if let ServerChange::ResourceUpdated(uri) = self {
+            params.insert("uri".to_owned(), json!(&**uri));
+        }
+        params
+    }
+}
+
 /// Where changes are published, and listen streams subscribe.
 pub struct Subscriptions {
     sender: broadcast::Sender<ServerChange>,
@@ -136,23 +164,15 @@ impl Filter {
 
     /// The notification method for `change`, if this filter wants it.
     fn wants(&self, change: &ServerChange) -> Option<&'static str> {
-        match change {
-            ServerChange::ToolsListChanged if self.tools => {
-                Some("notifications/tools/list_changed")
+        let wanted = match change {
+            ServerChange::ToolsListChanged => self.tools,
+            ServerChange::PromptsListChanged => self.prompts,
+            ServerChange::ResourcesListChanged => self.resources,
+            ServerChange::ResourceUpdated(uri) => {
+                self.uris.iter().any(|subscribed| covers(subscribed, uri))
             }
-            ServerChange::PromptsListChanged if self.prompts => {
-                Some("notifications/prompts/list_changed")
-            }
-            ServerChange::ResourcesListChanged if self.resources => {
-                Some("notifications/resources/list_changed")
-            }
-            ServerChange::ResourceUpdated(uri)
-                if self.uris.iter().any(|subscribed| covers(subscribed, uri)) =>
-            {
-                Some("notifications/resources/updated")
-            }
-            _ => None,
-        }
+        };
+        wanted.then(|| change.method())
     }
 }
 
@@ -200,25 +220,15 @@ impl Server {
                 change = changes.recv() => match change {
                     Ok(change) => filter
                         .wants(&change)
-                        .map(|method| {
-                            let mut params = Map::new();
-                            if let ServerChange::ResourceUpdated(uri) = &change {
-                                params.insert("uri".to_owned(), json!(&**uri));
-                            }
-                            note(method, params)
-                        })
+                        .map(|method| note(method, change.params()))
                         .into_iter()
                         .collect::<Vec<_>>(),
                     // Missed some: say every list it watches may have changed.
-                    Err(broadcast::error::RecvError::Lagged(_)) => [
-                        ServerChange::ToolsListChanged,
-                        ServerChange::PromptsListChanged,
-                        ServerChange::ResourcesListChanged,
-                    ]
-                    .iter()
-                    .filter_map(|change| filter.wants(change))
-                    .map(|method| note(method, Map::new()))
-                    .collect(),
+                    Err(broadcast::error::RecvError::Lagged(_)) => ServerChange::ALL_LISTS
+                        .iter()
+                        .filter_map(|change| filter.wants(change))
+                        .map(|method| note(method, Map::new()))
+                        .collect(),
                     Err(broadcast::error::RecvError::Closed) => break,
                 },
                 _ = shutdown.wait_for(|down| *down) => break,

@@ -981,34 +981,10 @@ fn the_store_gets_the_token_id_its_expiry_and_the_clock() {
 // Random mutations
 // ---------------------------------------------------------------------------
 
-/// xorshift64*: a small deterministic generator, enough to pick mutations.
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    /// Uniform enough in `0..n` for picking positions.
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    /// 1 to 4 distinct positions in `0..len`.
-    fn positions(&mut self, len: usize) -> Vec<usize> {
-        let count = (1 + self.below(4)).min(len);
-        let mut picked = Vec::with_capacity(count);
-        while picked.len() < count {
-            let pos = self.below(len);
-            if !picked.contains(&pos) {
-                picked.push(pos);
-            }
-        }
-        picked
-    }
+/// 1 to 4 distinct positions in `0..len`, picked by `rng`.
+fn positions(rng: &mut fastrand::Rng, len: usize) -> Vec<usize> {
+    let count = 1 + rng.usize(..4);
+    rng.choose_multiple(0..len, count)
 }
 
 const BASE64URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -1016,13 +992,13 @@ const BASE64URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvw
 /// `token` with 1 to 4 of its characters replaced by other base64url
 /// characters (the text stays valid base64url except, possibly, its last
 /// character's unused bits).
-fn mutate_text(rng: &mut XorShift, token: &str) -> String {
+fn mutate_text(rng: &mut fastrand::Rng, token: &str) -> String {
     let mut text = token.as_bytes().to_vec();
-    for pos in rng.positions(text.len()) {
+    for pos in positions(rng, text.len()) {
         let old = text[pos];
         let mut new = old;
         while new == old {
-            new = BASE64URL[rng.below(64)];
+            new = BASE64URL[rng.usize(..64)];
         }
         text[pos] = new;
     }
@@ -1031,10 +1007,10 @@ fn mutate_text(rng: &mut XorShift, token: &str) -> String {
 
 /// `token` decoded, with 1 to 4 bytes XORed with random nonzero masks,
 /// re-encoded: always well-formed base64url.
-fn mutate_bytes(rng: &mut XorShift, token: &str) -> String {
+fn mutate_bytes(rng: &mut fastrand::Rng, token: &str) -> String {
     let mut bytes = decode(token);
-    for pos in rng.positions(bytes.len()) {
-        bytes[pos] ^= 1 + rng.below(255) as u8;
+    for pos in positions(rng, bytes.len()) {
+        bytes[pos] ^= 1 + rng.usize(..255) as u8;
     }
     URL_SAFE_NO_PAD.encode(bytes)
 }
@@ -1073,7 +1049,7 @@ fn fifty_thousand_random_mutations_are_never_accepted() {
     for token in &tokens {
         assert!(sealer(&[KEY_A, KEY_B]).open_at(token, &b, NOW).is_ok());
     }
-    let mut rng = XorShift(0x0123_4567_89ab_cdef);
+    let mut rng = fastrand::Rng::with_seed(0x0123_4567_89ab_cdef);
     let mut by_kind = std::collections::BTreeMap::<&str, usize>::new();
     for i in 0..MUTATIONS {
         let token = &tokens[i % tokens.len()];
@@ -1119,21 +1095,21 @@ fn random_mutations_of_a_binding_never_open_a_token() {
     let a = args();
     let b = binding(&a);
     let token = s.seal_at(&b, 1, Some(STATE), NOW).unwrap();
-    let mut rng = XorShift(0xfeed_beef_cafe_f00d);
+    let mut rng = fastrand::Rng::with_seed(0xfeed_beef_cafe_f00d);
     for i in 0..5_000 {
         let mut principal = b.principal.as_bytes().to_vec();
         let mut target = b.target.as_bytes().to_vec();
         let mut digest = b.arguments_digest;
         match i % 3 {
             0 => {
-                let pos = rng.below(principal.len());
-                principal[pos] ^= 1 + rng.below(127) as u8;
+                let pos = rng.usize(..principal.len());
+                principal[pos] ^= 1 + rng.usize(..127) as u8;
             }
             1 => {
-                let pos = rng.below(target.len());
-                target[pos] ^= 1 + rng.below(127) as u8;
+                let pos = rng.usize(..target.len());
+                target[pos] ^= 1 + rng.usize(..127) as u8;
             }
-            _ => digest[rng.below(32)] ^= 1 + rng.below(255) as u8,
+            _ => digest[rng.usize(..32)] ^= 1 + rng.usize(..255) as u8,
         }
         let principal = String::from_utf8_lossy(&principal).into_owned();
         let target = String::from_utf8_lossy(&target).into_owned();

@@ -519,13 +519,18 @@ async fn handle_post(State(app): State<Arc<App>>, request: axum::extract::Reques
         let keep_alive = listening.then_some(KEEP_ALIVE);
         stream_or_reply(run, keep_alive).await
     } else {
-        // Run on its own task so an idle worker can take it; aborted if the
-        // client goes away (this future is dropped).
-        let mut task = AbortOnDrop(tokio::spawn(run(None)));
-        match (&mut task.0).await {
-            Ok(reply) => reply_response(reply),
-            Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
-        }
+        reply_from_task(run(None)).await
+    }
+}
+
+/// Runs a call on its own task (so an idle worker can take it) and answers
+/// with its reply as JSON; the task is aborted if the client goes away (this
+/// future is dropped).
+async fn reply_from_task(call: impl Future<Output = Reply> + Send + 'static) -> Response {
+    let mut task = AbortOnDrop(tokio::spawn(call));
+    match (&mut task.0).await {
+        Ok(reply) => reply_response(reply),
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
 }
 
@@ -595,11 +600,7 @@ async fn session_post(
         // Kept alive: the stream may wait minutes for a person to answer.
         stream_or_reply(run, Some(KEEP_ALIVE)).await
     } else {
-        let mut task = AbortOnDrop(tokio::spawn(run(None)));
-        match (&mut task.0).await {
-            Ok(reply) => reply_response(reply),
-            Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
-        }
+        reply_from_task(run(None)).await
     }
 }
 

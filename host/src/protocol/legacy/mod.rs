@@ -28,7 +28,6 @@ use super::dispatch::{Notifier, Reply, Server};
 use super::envelope::{self, LogLevel};
 use super::jsonrpc::{self, Notification, Request, RpcError};
 use super::subscriptions::{MAX_RESOURCE_SUBSCRIPTIONS, ServerChange};
-use crate::registry::validate::MAX_URI_LEN;
 
 /// The revisions a legacy session may negotiate, newest first.
 pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
@@ -214,11 +213,7 @@ impl Server {
                 change = changes.recv() => match change {
                     Ok(change) => vec![change],
                     // Missed some: every list may have changed.
-                    Err(broadcast::error::RecvError::Lagged(_)) => vec![
-                        ServerChange::ToolsListChanged,
-                        ServerChange::PromptsListChanged,
-                        ServerChange::ResourcesListChanged,
-                    ],
+                    Err(broadcast::error::RecvError::Lagged(_)) => ServerChange::ALL_LISTS.to_vec(),
                     Err(broadcast::error::RecvError::Closed) => return,
                 },
                 _ = shutdown.wait_for(|down| *down) => return,
@@ -226,26 +221,13 @@ impl Server {
                 () = out.closed() => return,
             };
             for change in changes {
-                let message = match &change {
-                    ServerChange::ToolsListChanged => {
-                        jsonrpc::encode_notification("notifications/tools/list_changed", &json!({}))
-                    }
-                    ServerChange::PromptsListChanged => jsonrpc::encode_notification(
-                        "notifications/prompts/list_changed",
-                        &json!({}),
-                    ),
-                    ServerChange::ResourcesListChanged => jsonrpc::encode_notification(
-                        "notifications/resources/list_changed",
-                        &json!({}),
-                    ),
-                    ServerChange::ResourceUpdated(uri) if session.is_subscribed(uri) => {
-                        jsonrpc::encode_notification(
-                            "notifications/resources/updated",
-                            &json!({ "uri": &**uri }),
-                        )
-                    }
-                    ServerChange::ResourceUpdated(_) => continue,
-                };
+                // Every list change; updates of subscribed resources only.
+                if let ServerChange::ResourceUpdated(uri) = &change
+                    && !session.is_subscribed(uri)
+                {
+                    continue;
+                }
+                let message = jsonrpc::encode_notification(change.method(), &change.params());
                 if out.send(message).await.is_err() {
                     return;
                 }
@@ -259,11 +241,7 @@ impl Server {
 /// session as one `subscriptions/listen` may name.
 fn subscribe(session: &Session, params: &Map<String, Value>, on: bool) -> Result<(), RpcError> {
     let uri = super::dispatch::required_str(params, "uri")?;
-    if uri.len() > MAX_URI_LEN {
-        return Err(RpcError::invalid_params(format!(
-            "Invalid params: uri is longer than {MAX_URI_LEN} bytes"
-        )));
-    }
+    super::resources::check_uri_length(uri)?;
     if !session.subscribe(uri, on, MAX_RESOURCE_SUBSCRIPTIONS) {
         return Err(RpcError::invalid_params(format!(
             "Invalid params: a session may subscribe to at most {MAX_RESOURCE_SUBSCRIPTIONS} resources"
@@ -321,7 +299,7 @@ mod tests {
         subscribe(&session, &params("a://one-more"), true).unwrap();
         assert!(session.is_subscribed("a://one-more"));
         assert!(!session.is_subscribed("a://0"));
-        let long = format!("a://{}", "x".repeat(MAX_URI_LEN));
+        let long = format!("a://{}", "x".repeat(crate::registry::validate::MAX_URI_LEN));
         assert!(subscribe(&session, &params(&long), true).is_err());
         assert!(subscribe(&session, &Map::new(), true).is_err());
     }

@@ -212,8 +212,7 @@ impl Session {
             handle.abort();
         }
         lock(&self.running).insert(key.clone(), handle);
-        let mut activity = lock(&self.activity);
-        activity.busy += 1;
+        self.begin_activity();
         (registration, Tracked { session: self, key })
     }
 
@@ -230,7 +229,7 @@ impl Session {
         if self.stream_open.swap(true, Ordering::AcqRel) {
             return None;
         }
-        lock(&self.activity).busy += 1;
+        self.begin_activity();
         Some(StreamGuard {
             session: self.clone(),
         })
@@ -241,6 +240,19 @@ impl Session {
     pub fn idle_for(&self) -> Option<Duration> {
         let activity = lock(&self.activity);
         (activity.busy == 0).then(|| activity.last.elapsed())
+    }
+
+    /// A request starts running or the stream opens: not idle until it ends.
+    fn begin_activity(&self) {
+        lock(&self.activity).busy += 1;
+    }
+
+    /// What [`begin_activity`](Self::begin_activity) began has ended; idle
+    /// time counts from now.
+    fn end_activity(&self) {
+        let mut activity = lock(&self.activity);
+        activity.busy -= 1;
+        activity.last = Instant::now();
     }
 
     /// Notes that the client did something (a message arrived).
@@ -299,9 +311,7 @@ pub struct Tracked<'a> {
 impl Drop for Tracked<'_> {
     fn drop(&mut self) {
         lock(&self.session.running).remove(&self.key);
-        let mut activity = lock(&self.session.activity);
-        activity.busy -= 1;
-        activity.last = Instant::now();
+        self.session.end_activity();
     }
 }
 
@@ -313,9 +323,7 @@ pub struct StreamGuard {
 impl Drop for StreamGuard {
     fn drop(&mut self) {
         self.session.stream_open.store(false, Ordering::Release);
-        let mut activity = lock(&self.session.activity);
-        activity.busy -= 1;
-        activity.last = Instant::now();
+        self.session.end_activity();
     }
 }
 
