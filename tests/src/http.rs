@@ -379,8 +379,15 @@ impl McpClient for Http {
 /// For requests an HTTP library would correct, like a forged `Host`.
 pub fn raw_http(addr: &str, request: &[u8]) -> Reply {
     let mut stream = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
-    stream.set_read_timeout(Some(HTTP_TIMEOUT)).unwrap();
     stream.write_all(request).expect("write the raw request");
+    read_raw_reply(stream)
+}
+
+/// Reads the reply on `stream` until the server closes the connection (at
+/// most [`HTTP_TIMEOUT`]). For requests written by hand, e.g. several kept
+/// open at once.
+pub fn read_raw_reply(mut stream: TcpStream) -> Reply {
+    stream.set_read_timeout(Some(HTTP_TIMEOUT)).unwrap();
     let mut bytes = Vec::new();
     // The server may reset the connection after answering; keep what came.
     let _ = stream.read_to_end(&mut bytes);

@@ -47,8 +47,22 @@ pub fn claims(issuer: &str, audience: &str, subject: &str) -> Value {
 
 /// An HS256 token.
 pub fn hs256(secret: &[u8], claims: &Value) -> String {
+    hs256_with_header(secret, &json!({}), claims)
+}
+
+/// An HS256 token whose protected header also carries the members of
+/// `extra` (an object), e.g. `crit`.
+pub fn hs256_with_header(secret: &[u8], extra: &Value, claims: &Value) -> String {
+    let mut header = json!({"alg": "HS256", "typ": "JWT"});
+    let members = extra
+        .as_object()
+        .expect("extra header members are an object");
+    header
+        .as_object_mut()
+        .expect("the header is an object")
+        .extend(members.clone());
     let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret);
-    mint(&json!({"alg": "HS256", "typ": "JWT"}), claims, |message| {
+    mint(&header, claims, |message| {
         ring::hmac::sign(&key, message).as_ref().to_vec()
     })
 }

@@ -1,7 +1,9 @@
 //! HTTP authentication and load safety, against the real binary: JWT access
-//! tokens (HS256 secret, ES256 JWK set), their 401 challenges, the OAuth
-//! protected-resource metadata (RFC 9728), `requestState` bound to JWT
-//! principals, and the connection timeouts, cap and shutdown.
+//! tokens (HS256 secret, ES256 JWK set, critical header extensions), their
+//! 401 challenges, the OAuth protected-resource metadata (RFC 9728),
+//! `requestState` bound to principals of separate namespaces (tokens file,
+//! JWT, unauthenticated HTTP, stdio), and the connection timeouts, cap and
+//! shutdown.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
@@ -15,7 +17,7 @@ use airlock_e2e::mcp::{
     PROTOCOL_VERSION, ToolCall, assert_state_rejected, complete, elicit, input_required, is_error,
     no_caps, request, request_state, text, with_meta,
 };
-use airlock_e2e::{Airlock, Http, HttpServer, McpClient, ToolsDir, code};
+use airlock_e2e::{Airlock, Http, HttpServer, McpClient, ToolsDir, code, run_airlock};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -291,6 +293,137 @@ fn request_state_is_bound_to_the_jwt_principal() {
     let state = first_round(&file_alice, "roll back");
     assert_state_rejected(&second_round(&alice, "roll back", &state));
     assert_accepted(&second_round(&file_alice, "roll back", &state), "roll back");
+}
+
+/// A fresh state key, as `airlock keygen` prints it.
+fn state_key() -> String {
+    let (status, stdout, stderr) = run_airlock(&["keygen"]);
+    assert!(status.success(), "airlock keygen failed: {stderr}");
+    stdout.trim().to_string()
+}
+
+#[test]
+fn request_state_never_crosses_identity_sources() {
+    // Every process shares one key ring, so only the principal tells the
+    // callers apart.
+    let state_keys = state_key();
+    let tools = ToolsDir::with(&["deploy"]);
+    let keys = Keys::new();
+    let tokens = keys.write("tokens", "file-alice-token-0123456789 alice\n");
+    let airlock = || Airlock::new(&tools).env("AIRLOCK_STATE_KEYS", &state_keys);
+    let open = airlock().start_http();
+    let other_open = airlock().start_http();
+    let stdio = airlock().start_stdio();
+    let authed = airlock()
+        .args(["--oauth-resource", RESOURCE])
+        .args(["--oauth-authorization-server", ISSUER])
+        .args(["--jwt-hs256-secret-file", arg(&keys.secret())])
+        .args(["--tokens-file", arg(&tokens)])
+        .start_http();
+
+    // The ring is shared: an open server's state opens on another one.
+    let state = first_round(&open.client(), "share");
+    assert_accepted(
+        &second_round(&other_open.client(), "share", &state),
+        "share",
+    );
+
+    let anonymous = open.client();
+    let file_alice = authed.client_with_token("file-alice-token-0123456789");
+    let jwt_alice = authed.client_with_token(&token("alice"));
+    // JWT subjects spelled like the other sources' principals, old and new.
+    let jwt_anonymous = authed.client_with_token(&token("anonymous"));
+    let jwt_stdio = authed.client_with_token(&token("stdio"));
+    let jwt_local = authed.client_with_token(&token("local"));
+    let callers: [(&str, &dyn McpClient); 7] = [
+        ("unauthenticated HTTP", &anonymous),
+        ("stdio", &stdio),
+        ("tokens-file alice", &file_alice),
+        ("JWT sub alice", &jwt_alice),
+        ("JWT sub anonymous", &jwt_anonymous),
+        ("JWT sub stdio", &jwt_stdio),
+        ("JWT sub local", &jwt_local),
+    ];
+    for (i, (sealer, sealing)) in callers.iter().enumerate() {
+        let action = format!("sealed for {sealer}");
+        let state = first_round(*sealing, &action);
+        for (j, (caller, calling)) in callers.iter().enumerate() {
+            if i != j {
+                let response = second_round(*calling, &action, &state);
+                assert!(
+                    response.get("error").is_some(),
+                    "{caller} opened a requestState sealed for {sealer}: {response}"
+                );
+                assert_state_rejected(&response);
+            }
+        }
+        assert_accepted(&second_round(*sealing, &action, &state), &action);
+    }
+}
+
+#[test]
+fn reserved_or_ambiguous_tokens_file_names_stop_the_start() {
+    let keys = Keys::new();
+    for name in [
+        "anonymous",
+        "stdio",
+        "local",
+        "Anonymous",
+        "a:b",
+        "jwt:https://idp.example.com#alice",
+        "team#1",
+    ] {
+        let tokens = keys.write(
+            "tokens",
+            format!("good-token-0123456789 alice\nbad-token-0123456789 {name}\n"),
+        );
+        let (status, stderr) = Airlock::new(&ToolsDir::with(&["hash"]))
+            .args(["--tokens-file", arg(&tokens)])
+            .run_expecting_exit();
+        assert!(!status.success(), "{name:?} accepted");
+        for says in [arg(&tokens), "line 2", name] {
+            assert!(
+                stderr.contains(says),
+                "{name:?}: expected {says:?} in:\n{stderr}"
+            );
+        }
+        assert!(!stderr.contains("token-0123456789"), "{stderr}");
+    }
+}
+
+#[test]
+fn tokens_with_critical_header_extensions_are_refused() {
+    let keys = Keys::new();
+    let server = metadata_server(&["hash"], &keys, &[]);
+    let claims = jwt::claims(ISSUER, RESOURCE, "alice");
+    // An extension header member is ignored while it is not critical.
+    let plain = jwt::hs256_with_header(SECRET, &json!({"x-ext": 1}), &claims);
+    let (_, reply) = server
+        .client_with_token(&plain)
+        .send("tools/call", sha256_call());
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    // RFC 7515 §4.1.11: an unknown critical extension, and an empty or
+    // malformed `crit`, make the token invalid.
+    for crit in [
+        json!(["x-ext"]),
+        json!(["exp"]),
+        json!([]),
+        json!("x-ext"),
+        json!(null),
+    ] {
+        let token = jwt::hs256_with_header(SECRET, &json!({"x-ext": 1, "crit": crit}), &claims);
+        let what = format!("crit {crit}");
+        let challenge = assert_401(&server.client_with_token(&token), &what);
+        assert!(
+            challenge.contains("error=\"invalid_token\"") && challenge.contains("critical"),
+            "{what}: {challenge}"
+        );
+    }
+    assert!(
+        server.stderr().contains("critical header"),
+        "the refusal should be logged:\n{}",
+        server.stderr()
+    );
 }
 
 fn raw_get(server: &HttpServer, path: &str, extra_headers: &str) -> airlock_e2e::Reply {

@@ -1,7 +1,11 @@
 //! Streamable HTTP wire behaviour: envelope checks, status codes, error
 //! codes, id echo, DNS-rebinding and auth checks, JSON vs SSE responses.
 
-use airlock_e2e::http::{Headers, raw_http};
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use airlock_e2e::http::{Headers, raw_http, read_raw_reply};
 use airlock_e2e::mcp::{
     META_CAPS, META_SERVER_INFO, META_VERSION, PROTOCOL_VERSION, ToolCall, all_caps, complete,
     is_error, request, text, with_meta,
@@ -727,5 +731,90 @@ fn no_progress_token_or_log_level_means_plain_json() {
         .client()
         .send("tools/call", progress_call(3).params());
     assert_eq!(reply.media_type().as_deref(), Some("application/json"));
+    complete(&reply.json());
+}
+
+/// The head of a `tools/list` POST to `server`, without its body.
+fn tools_list_head(server: &HttpServer, body_headers: &str) -> String {
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {PROTOCOL_VERSION}\r\n\
+         Mcp-Method: tools/list\r\n{body_headers}\r\n",
+        server.addr()
+    )
+}
+
+#[test]
+fn malformed_chunked_body_is_a_parse_error() {
+    let server = Airlock::new(&ToolsDir::with(&["hash"]))
+        .args(["--max-body-kib", "4"])
+        .start_http();
+    let body = request(json!(1), "tools/list", with_meta(json!({}), no_caps())).to_string();
+    let head = tools_list_head(
+        &server,
+        "Transfer-Encoding: chunked\r\nConnection: close\r\n",
+    );
+    // A chunk size that is not hexadecimal, one with garbage after it, and a
+    // chunk whose data overruns its size.
+    for chunks in [
+        format!("zz\r\n{body}\r\n0\r\n\r\n"),
+        format!("{:x}!\r\n{body}\r\n0\r\n\r\n", body.len()),
+        format!("2\r\n{body}\r\n0\r\n\r\n"),
+    ] {
+        let reply = raw_http(&server.addr(), format!("{head}{chunks}").as_bytes());
+        let error = reply.assert_error(400, code::PARSE_ERROR, None);
+        let message = error["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("body") && !message.contains("limit"),
+            "{chunks:?}: {error}"
+        );
+    }
+    // A well-formed chunked body is served, and one over the limit is 413.
+    let good = format!("{:x}\r\n{body}\r\n0\r\n\r\n", body.len());
+    let reply = raw_http(&server.addr(), format!("{head}{good}").as_bytes());
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let big = "a".repeat(8 * 1024);
+    let over = format!("{:x}\r\n{big}\r\n0\r\n\r\n", big.len());
+    let reply = raw_http(&server.addr(), format!("{head}{over}").as_bytes());
+    reply.assert_error(413, code::INVALID_REQUEST, None);
+}
+
+#[test]
+fn bodies_that_never_finish_get_408_and_free_their_connection() {
+    let server = Airlock::new(&ToolsDir::with(&["hash"]))
+        .args(["--http-body-timeout-ms", "300"])
+        .args(["--max-connections", "2"])
+        .start_http();
+    // Both connection slots: a head announcing 100 bytes, then only 10.
+    let head = tools_list_head(&server, "Content-Length: 100\r\n");
+    let slow: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut stream = TcpStream::connect(server.addr()).expect("connect");
+            stream
+                .write_all(format!("{head}{{\"jsonrpc\"").as_bytes())
+                .expect("write a partial request");
+            stream
+        })
+        .collect();
+    for stream in slow {
+        let start = Instant::now();
+        let reply = read_raw_reply(stream);
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the connection stayed open after its reply: {}",
+            reply.text()
+        );
+        let error = reply.assert_error(408, code::INVALID_REQUEST, None);
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("300 ms")),
+            "{error}"
+        );
+        assert_eq!(reply.header("connection"), Some("close"), "{error}");
+    }
+    // The slots are free again: a normal request is served.
+    let (_, reply) = server.client().send("tools/call", sha256_call("abc"));
+    assert_eq!(reply.status, 200, "{}", reply.text());
     complete(&reply.json());
 }

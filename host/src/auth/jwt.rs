@@ -8,17 +8,23 @@
 //!
 //! A token must carry `iss` (one of the configured issuers), `aud` (naming
 //! one of the configured audiences), `sub` and `exp`; `exp` and, when
-//! present, `nbf` are checked with [`LEEWAY_SECS`] of clock skew. The
-//! principal is `jwt:<iss>#<sub>`, so two issuers' subjects never collide,
-//! and static bearer tokens (whose principals may not start with `jwt:`)
-//! never collide with either.
+//! present, `nbf` are checked with [`LEEWAY_SECS`] of clock skew. A token
+//! whose header has a `crit` member is refused: Airlock implements no JWS
+//! extension, so it may not accept one that must be understood (RFC 7515
+//! §4.1.11; an empty or malformed `crit` is invalid too).
+//!
+//! The principal is `jwt:<iss>#<sub>`, with the issuer the token was
+//! validated against. An issuer is always configured and may not contain
+//! `#`, so two issuers' subjects never collide, and the `jwt:` namespace
+//! keeps them apart from every other source's principals (see
+//! [`crate::auth`]).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, PublicKeyUse};
-use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use jsonwebtoken::{Algorithm, DecodingKey, Header, Validation};
 use serde::Deserialize;
 
 use super::{JWT_PRINCIPAL_PREFIX, ring_provider};
@@ -65,6 +71,8 @@ pub enum JwtError {
     MissingClaim,
     /// A claim has the wrong type or an unusable value.
     BadClaims,
+    /// The header has a `crit` member: extensions Airlock does not implement.
+    CriticalExtension,
 }
 
 impl JwtError {
@@ -80,6 +88,9 @@ impl JwtError {
             JwtError::WrongAudience => "the token is not meant for this resource (audience)",
             JwtError::MissingClaim => "the token lacks a required claim (exp, iss, aud, sub)",
             JwtError::BadClaims => "the token's claims are malformed",
+            JwtError::CriticalExtension => {
+                "the token's header names critical extensions (crit), which are not supported"
+            }
         }
     }
 }
@@ -415,7 +426,7 @@ impl JwtVerifier {
 
     /// The principal of a valid token.
     pub fn verify(&self, token: &str) -> Result<String, JwtError> {
-        let header = jsonwebtoken::decode_header(token).map_err(|_| JwtError::Malformed)?;
+        let header = decode_header(token)?;
         let usable = |(key, _): &&(VerifyingKey, Validation)| key.algorithms.contains(&header.alg);
         // A `kid` that names configured keys narrows the search to them;
         // otherwise every key of the right algorithm is tried.
@@ -447,6 +458,27 @@ impl JwtVerifier {
     }
 }
 
+/// The protected header of a token, refused if it has a `crit` member.
+///
+/// `jsonwebtoken` reads `crit` but does not act on it, and reads a `null`
+/// one as absent; so the header is decoded here as JSON, and any `crit`
+/// member (a list of extensions, empty, or malformed) refuses the token.
+fn decode_header(token: &str) -> Result<Header, JwtError> {
+    use base64::Engine;
+    let encoded = token.split('.').next().unwrap_or_default();
+    let members: serde_json::Map<String, serde_json::Value> =
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(encoded)
+            .ok()
+            .and_then(|json| serde_json::from_slice(&json).ok())
+            .ok_or(JwtError::Malformed)?;
+    if members.contains_key("crit") {
+        tracing::info!("JWT refused: critical header extensions (crit) are not supported");
+        return Err(JwtError::CriticalExtension);
+    }
+    serde_json::from_value(serde_json::Value::Object(members)).map_err(|_| JwtError::Malformed)
+}
+
 fn classify(kind: &ErrorKind) -> JwtError {
     match kind {
         ErrorKind::InvalidSignature => JwtError::BadSignature,
@@ -476,4 +508,4 @@ fn principal(claims: &Claims) -> Result<String, JwtError> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

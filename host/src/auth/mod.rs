@@ -1,19 +1,23 @@
-//! Who is calling over Streamable HTTP.
+//! Who is calling: the principal of a request.
 //!
-//! The principal of a request is what a sealed `requestState` is bound to,
-//! so a state minted for one caller is useless to another. It comes from the
-//! `Authorization: Bearer` token:
+//! The principal is what a sealed `requestState` is bound to (and what a
+//! 2025-era session belongs to), so a state minted for one caller is useless
+//! to another. Each source of identity has its own namespace, so no two
+//! sources can ever produce the same principal, even between processes that
+//! share state keys:
 //!
-//! - a token listed in the tokens file ([`TokenTable`]) is that line's
-//!   principal;
-//! - otherwise, when JWT keys are configured, a valid JWT access token
-//!   ([`JwtVerifier`]) is `jwt:<iss>#<sub>`;
-//! - with neither configured, every request is [`ANONYMOUS`] (local
-//!   development).
+//! | source | principal |
+//! |---|---|
+//! | a token listed in the tokens file ([`TokenTable`]) | `token:<name>` |
+//! | a valid JWT access token ([`JwtVerifier`]) | `jwt:<iss>#<sub>` |
+//! | HTTP with authentication off (local development) | [`ANONYMOUS`] |
+//! | the stdio transport | [`STDIO`] |
 //!
-//! A refused request gets a 401 whose `WWW-Authenticate` challenge names the
-//! protected-resource metadata ([`ResourceMetadata`], RFC 9728) when it is
-//! configured.
+//! Over HTTP the `Authorization: Bearer` token decides: a listed token
+//! first, otherwise a JWT when JWT keys are configured; with neither
+//! configured every request is [`ANONYMOUS`]. A refused request gets a 401
+//! whose `WWW-Authenticate` challenge names the protected-resource metadata
+//! ([`ResourceMetadata`], RFC 9728) when it is configured.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -33,10 +37,12 @@ pub use tokens::TokenTable;
 pub const ANONYMOUS: &str = "anonymous";
 
 /// The principal of a stdio connection: whoever started the process.
-pub const LOCAL: &str = "local";
+pub const STDIO: &str = "stdio";
 
-/// The prefix of every JWT principal (`jwt:<iss>#<sub>`); tokens-file
-/// principals may not start with it.
+/// The prefix of every tokens-file principal (`token:<name>`).
+pub const TOKEN_PRINCIPAL_PREFIX: &str = "token:";
+
+/// The prefix of every JWT principal (`jwt:<iss>#<sub>`).
 pub const JWT_PRINCIPAL_PREFIX: &str = "jwt:";
 
 /// The token of an `Authorization: Bearer <token>` header value.
@@ -311,19 +317,11 @@ impl Authenticator {
 
 #[cfg(test)]
 mod tests {
+    use super::jwt::tests::{SECRET, claims, hs256, hs256_verifier};
     use super::*;
 
     fn table() -> TokenTable {
         TokenTable::parse("alice-token-0123456789 alice\n").unwrap()
-    }
-
-    fn hs256_verifier() -> JwtVerifier {
-        JwtVerifier::new(
-            &["https://idp.example.com".to_owned()],
-            &["https://mcp.example.com/mcp".to_owned()],
-            vec![jwt::VerifyingKey::hs256_secret(&[7; 32], "test").unwrap()],
-        )
-        .unwrap()
     }
 
     #[test]
@@ -350,7 +348,7 @@ mod tests {
         assert_eq!(
             auth.authenticate(Some("Bearer alice-token-0123456789"))
                 .unwrap(),
-            "alice"
+            "token:alice"
         );
         assert_eq!(auth.authenticate(None), Err(Refusal::NoToken));
         assert_eq!(
@@ -366,6 +364,28 @@ mod tests {
             tokens_only.authenticate(Some("Bearer a.b.c")),
             Err(Refusal::UnknownToken)
         );
+    }
+
+    #[test]
+    fn each_source_of_identity_has_its_own_namespace() {
+        // A tokens-file name and a JWT subject spelled like the other
+        // sources' principals.
+        let tokens =
+            TokenTable::parse("alice-token-0123456789 alice\nservice-token-0123456789 service\n")
+                .unwrap();
+        let auth = Authenticator::new(Some(tokens), Some(hs256_verifier()), None);
+        let mut principals = vec![ANONYMOUS.to_owned(), STDIO.to_owned()];
+        for token in ["alice-token-0123456789", "service-token-0123456789"] {
+            principals.push(auth.authenticate(Some(&format!("Bearer {token}"))).unwrap());
+        }
+        for sub in ["alice", ANONYMOUS, STDIO, "local", "token:alice"] {
+            let token = hs256(SECRET, &claims(sub));
+            principals.push(auth.authenticate(Some(&format!("Bearer {token}"))).unwrap());
+        }
+        assert_eq!(principals[2], "token:alice");
+        assert_eq!(principals[4], "jwt:https://idp.example.com#alice");
+        let distinct: std::collections::HashSet<_> = principals.iter().collect();
+        assert_eq!(distinct.len(), principals.len(), "{principals:?}");
     }
 
     #[test]

@@ -1,10 +1,20 @@
 //! Static bearer tokens.
 //!
-//! A tokens file maps secret tokens to principals, one `<token> <principal>`
-//! per line (`#` starts a comment). The principal is what a sealed
-//! `requestState` is bound to, so a token minted for one caller is useless to
-//! another. Tokens are kept only as SHA-256 digests in memory and looked up
-//! by digest, so the comparison does not leak how much of a token matched.
+//! A tokens file maps secret tokens to names, one `<token> <name>` per line
+//! (`#` starts a comment line). A listed token's principal is
+//! `token:<name>`, its own namespace (see [`crate::auth`]), so it never
+//! equals the principal of a JWT, of unauthenticated HTTP or of stdio.
+//!
+//! Tokens are at least 16 characters long. A name is 1 to
+//! [`MAX_NAME_CHARS`] characters from the ASCII letters, digits and
+//! `.` `_` `-` `@` `+`; the names of the other sources' principals
+//! (`anonymous`, `stdio`, and `local`, the stdio principal of earlier
+//! versions) are refused in any letter case, so a file cannot suggest it
+//! shares their identity. A file breaking these rules stops the start with
+//! its path and the line at fault.
+//!
+//! Tokens are kept only as SHA-256 digests in memory and looked up by
+//! digest, so the comparison does not leak how much of a token matched.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -12,7 +22,30 @@ use std::path::Path;
 use anyhow::{Context, bail};
 use ring::digest::{SHA256, digest};
 
-use super::{JWT_PRINCIPAL_PREFIX, bearer_token};
+use super::{TOKEN_PRINCIPAL_PREFIX, bearer_token};
+
+/// Longest name accepted in the tokens file, in characters.
+pub const MAX_NAME_CHARS: usize = 128;
+
+/// Names a tokens file may not use: other sources' principals.
+const RESERVED_NAMES: &[&str] = &["anonymous", "stdio", "local"];
+
+/// Why `name` cannot name a tokens-file principal, if it cannot.
+fn name_problem(name: &str) -> Option<String> {
+    if RESERVED_NAMES.iter().any(|r| r.eq_ignore_ascii_case(name)) {
+        return Some(format!(
+            "the name {name:?} is reserved (anonymous, stdio and local name other callers)"
+        ));
+    }
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@' | '+');
+    if name.chars().count() > MAX_NAME_CHARS || !name.chars().all(allowed) {
+        return Some(format!(
+            "the name {name:?} is not allowed: use at most {MAX_NAME_CHARS} ASCII letters, \
+             digits and . _ - @ +"
+        ));
+    }
+    None
+}
 
 /// Tokens → principals.
 #[derive(Default)]
@@ -42,7 +75,7 @@ impl TokenTable {
         Self::parse(&text).with_context(|| format!("invalid tokens file {}", path.display()))
     }
 
-    /// Parses `<token> <principal>` lines.
+    /// Parses `<token> <name>` lines.
     pub fn parse(text: &str) -> anyhow::Result<Self> {
         let mut table = TokenTable::default();
         for (number, line) in text.lines().enumerate() {
@@ -51,10 +84,9 @@ impl TokenTable {
                 continue;
             }
             let mut fields = line.split_whitespace();
-            let (Some(token), Some(principal), None) =
-                (fields.next(), fields.next(), fields.next())
+            let (Some(token), Some(name), None) = (fields.next(), fields.next(), fields.next())
             else {
-                bail!("line {}: expected `<token> <principal>`", number + 1);
+                bail!("line {}: expected `<token> <name>`", number + 1);
             };
             if token.len() < 16 {
                 bail!(
@@ -62,15 +94,13 @@ impl TokenTable {
                     number + 1
                 );
             }
-            if principal.starts_with(JWT_PRINCIPAL_PREFIX) {
-                bail!(
-                    "line {}: principals starting with `{JWT_PRINCIPAL_PREFIX}` are reserved for JWT callers",
-                    number + 1
-                );
+            if let Some(problem) = name_problem(name) {
+                bail!("line {}: {problem}", number + 1);
             }
+            let principal = format!("{TOKEN_PRINCIPAL_PREFIX}{name}");
             if table
                 .by_digest
-                .insert(token_digest(token), principal.to_owned())
+                .insert(token_digest(token), principal)
                 .is_some()
             {
                 bail!("line {}: this token is already listed", number + 1);
@@ -105,11 +135,11 @@ mod tests {
                 .unwrap();
         assert_eq!(
             table.authenticate(Some("Bearer alice-token-0123456789")),
-            Some("alice")
+            Some("token:alice")
         );
         assert_eq!(
             table.authenticate(Some("bearer  bob-token-0123456789 ")),
-            Some("bob")
+            Some("token:bob")
         );
         assert_eq!(
             table.authenticate(Some("Bearer alice-token-012345678")),
@@ -135,14 +165,60 @@ mod tests {
             assert!(!error.contains("token-0123456789"), "{error}");
         }
         assert!(TokenTable::parse("same-token-0123456789 a\nsame-token-0123456789 b").is_err());
-        // JWT principals have their own namespace.
-        assert!(TokenTable::parse("some-token-0123456789 jwt:https://idp#alice").is_err());
         assert!(
             !format!(
                 "{:?}",
                 TokenTable::parse("secret-token-0123456789 a").unwrap()
             )
             .contains("secret")
+        );
+    }
+
+    #[test]
+    fn reserved_and_ambiguous_names_are_refused_with_their_line() {
+        let long = "a".repeat(MAX_NAME_CHARS + 1);
+        for name in [
+            "anonymous",
+            "stdio",
+            "local",
+            "Anonymous",
+            "STDIO",
+            "a:b",
+            "token:alice",
+            "jwt:https://idp#alice",
+            "team#1",
+            "ctl\u{1}name",
+            "caf\u{e9}",
+            "a/b",
+            &long,
+        ] {
+            let text = format!("good-token-0123456789 alice\nbad-token-0123456789 {name}\n");
+            let error = TokenTable::parse(&text).unwrap_err().to_string();
+            assert!(error.starts_with("line 2: "), "{name:?}: {error}");
+            assert!(error.contains(&format!("{name:?}")), "{name:?}: {error}");
+            assert!(!error.contains("token-0123456789"), "{error}");
+        }
+        let fine = "alice.smith_2-ops+ci@example.com";
+        let table = TokenTable::parse(&format!("some-token-0123456789 {fine}")).unwrap();
+        assert_eq!(
+            table.lookup("some-token-0123456789"),
+            Some(format!("token:{fine}").as_str())
+        );
+        let longest = "b".repeat(MAX_NAME_CHARS);
+        assert!(TokenTable::parse(&format!("some-token-0123456789 {longest}")).is_ok());
+    }
+
+    #[test]
+    fn load_names_the_file() {
+        let dir = std::env::temp_dir().join(format!("airlock-tokens-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("tokens");
+        std::fs::write(&path, "some-token-0123456789 stdio\n").unwrap();
+        let error = format!("{:#}", TokenTable::load(&path).unwrap_err());
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            error.contains(&path.display().to_string()) && error.contains("line 1"),
+            "{error}"
         );
     }
 }

@@ -11,8 +11,8 @@ use serde_json::Value;
 /// method or target, or with other arguments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Binding<'a> {
-    /// The authenticated principal, e.g. `issuer|subject|client_id`, or a
-    /// per-process id when there is no authentication (stdio).
+    /// The caller's principal, in its source's namespace (`token:<name>`,
+    /// `jwt:<iss>#<sub>`, `anonymous`, `stdio`; see `crate::auth`).
     pub principal: &'a str,
     /// The JSON-RPC method: `tools/call`, `prompts/get` or `resources/read`.
     pub method: &'a str,

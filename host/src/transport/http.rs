@@ -6,7 +6,9 @@
 //! Before a body is decoded: the `Host` and `Origin` headers are checked
 //! against an allow-list (DNS-rebinding protection), the bearer token is
 //! checked when authentication is configured (tokens file, JWT), and the
-//! body is read up to a size limit.
+//! body is read up to a size limit (413 beyond it) and within the body
+//! timeout (408, and the connection closes); a body that cannot be read (a
+//! malformed chunked encoding, an early end) is a 400 parse error.
 //!
 //! A request that opted in to notifications (a progress token or a log
 //! level) gets an SSE stream once its first notification exists; a request
@@ -23,7 +25,7 @@
 //! standalone stream; DELETE ends it. Idle sessions expire, and their number
 //! is bounded.
 //!
-//! Connections are accepted by [`connections`]: header-read and idle
+//! Connections are accepted by [`connections`]: header-read, body and idle
 //! timeouts, a cap on open connections, graceful shutdown.
 
 use std::convert::Infallible;
@@ -41,6 +43,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util::Stream;
 use futures_util::future::Abortable;
+use http_body_util::LengthLimitError;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
@@ -53,7 +56,7 @@ use crate::protocol::{Notifier, Reply, RequestContext, Server};
 
 pub mod connections;
 
-pub use connections::ConnectionLimits;
+pub use connections::{BodyTimeout, ConnectionLimits};
 
 /// Settings of the HTTP transport.
 #[derive(Debug)]
@@ -80,6 +83,11 @@ pub struct ConnectionOptions {
     /// connections are closed.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub http_header_timeout_ms: u64,
+    /// Time a request has to send its whole body once its headers are in, in milliseconds; a
+    /// slower request gets 408 and its connection is closed.
+    #[arg(long, env = "AIRLOCK_HTTP_BODY_TIMEOUT_MS", default_value_t = 30_000,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub http_body_timeout_ms: u64,
     /// How long a keep-alive connection with no request in progress stays open, in milliseconds.
     #[arg(long, default_value_t = 60_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub http_idle_timeout_ms: u64,
@@ -93,6 +101,7 @@ impl ConnectionOptions {
     pub fn limits(&self) -> ConnectionLimits {
         ConnectionLimits {
             header_timeout: Duration::from_millis(self.http_header_timeout_ms),
+            body_timeout: Duration::from_millis(self.http_body_timeout_ms),
             idle_timeout: Duration::from_millis(self.http_idle_timeout_ms),
             max_connections: self.max_connections,
         }
@@ -337,6 +346,52 @@ impl App {
     }
 }
 
+/// The 413 for a body over `limit` bytes.
+fn body_too_large(limit: usize) -> Response {
+    error_response(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        None,
+        &RpcError::invalid_request(format!("Request body exceeds the {limit}-byte limit")),
+    )
+}
+
+/// The reply to a request whose body could not be read whole: over the
+/// size `limit` (413), too slow ([`BodyTimeout`], 408), or unreadable, like
+/// a malformed chunked encoding or an early end (400, parse error). The
+/// last two also close the connection: the rest of the request can no
+/// longer be told from the next one.
+fn unread_body(error: &(dyn std::error::Error + 'static), limit: usize) -> Response {
+    if error.is::<LengthLimitError>() {
+        return body_too_large(limit);
+    }
+    let causes = || std::iter::successors(Some(error), |e| e.source());
+    let mut response = match causes().find_map(|e| e.downcast_ref::<BodyTimeout>()) {
+        Some(timeout) => {
+            tracing::info!("request refused: {timeout} (--http-body-timeout-ms)");
+            error_response(
+                StatusCode::REQUEST_TIMEOUT,
+                None,
+                &RpcError::invalid_request(format!("Request Timeout: {timeout}")),
+            )
+        }
+        None => {
+            let cause = causes().last().unwrap_or(error);
+            tracing::info!(%cause, "request refused: unreadable body");
+            error_response(
+                StatusCode::BAD_REQUEST,
+                None,
+                &RpcError::parse_error(format!(
+                    "Parse error: the request body could not be read ({cause})"
+                )),
+            )
+        }
+    };
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
 /// The header that names a legacy session.
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -440,22 +495,15 @@ async fn handle_post(State(app): State<Arc<App>>, request: axum::extract::Reques
         );
     }
     let limit = app.settings.max_body_bytes;
-    let too_large = || {
-        error_response(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            None,
-            &RpcError::invalid_request(format!("Request body exceeds the {limit}-byte limit")),
-        )
-    };
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|length| length > limit as u64) {
-        return too_large();
+        return body_too_large(limit);
     }
     let bytes = match axum::body::to_bytes(body, limit).await {
         Ok(bytes) => bytes,
-        Err(_) => return too_large(),
+        Err(error) => return unread_body(&*error.into_inner(), limit),
     };
     let session = match app.session(&headers, &principal) {
         Ok(session) => session,

@@ -84,7 +84,7 @@ pub async fn serve_streams(
                 ),
             },
             Ok(Incoming::Request(request)) if legacy::is_legacy_initialize(&request) => {
-                let reply = match (&session, server.initialize(&request, auth::LOCAL)) {
+                let reply = match (&session, server.initialize(&request, auth::STDIO)) {
                     (Some(_), _) => jsonrpc::encode_error(
                         Some(&request.id),
                         &RpcError::invalid_request(
@@ -132,7 +132,7 @@ pub async fn serve_streams(
                         Some(session) => server.handle_legacy(&session, &request, Some(&out)).await,
                         None => {
                             let context = RequestContext {
-                                principal: auth::LOCAL,
+                                principal: auth::STDIO,
                                 headers: None,
                             };
                             server.handle(&request, context, Some(&out)).await

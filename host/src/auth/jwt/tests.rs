@@ -11,7 +11,8 @@ use super::*;
 
 const ISSUER: &str = "https://idp.example.com";
 const AUDIENCE: &str = "https://mcp.example.com/mcp";
-const SECRET: &[u8] = b"an-hs256-secret-of-at-least-32-bytes!";
+/// The HS256 secret of [`hs256_verifier`].
+pub(crate) const SECRET: &[u8] = b"an-hs256-secret-of-at-least-32-bytes!";
 
 const RSA_PRIVATE: &str = include_str!("test-rsa-private.pem");
 const RSA_PUBLIC: &str = include_str!("test-rsa-public.pem");
@@ -37,14 +38,16 @@ fn mint(header: Value, claims: &Value, sign: impl Fn(&[u8]) -> Vec<u8>) -> Strin
     format!("{message}.{}", b64(&signature))
 }
 
-fn hs256(secret: &[u8], claims: &Value) -> String {
+/// An HS256 token over `claims`, signed with `secret`.
+pub(crate) fn hs256(secret: &[u8], claims: &Value) -> String {
     let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret);
     mint(json!({"alg": "HS256", "typ": "JWT"}), claims, |m| {
         ring::hmac::sign(&key, m).as_ref().to_vec()
     })
 }
 
-fn claims(sub: &str) -> Value {
+/// Valid claims for `sub`, from `ISSUER` to `AUDIENCE`, for five minutes.
+pub(crate) fn claims(sub: &str) -> Value {
     json!({"iss": ISSUER, "aud": AUDIENCE, "sub": sub, "exp": now() + 300, "iat": now()})
 }
 
@@ -62,7 +65,8 @@ fn verifier(keys: Vec<VerifyingKey>) -> JwtVerifier {
     JwtVerifier::new(&[ISSUER.to_owned()], &[AUDIENCE.to_owned()], keys).unwrap()
 }
 
-fn hs256_verifier() -> JwtVerifier {
+/// A verifier of `ISSUER`'s tokens for `AUDIENCE`, keyed with [`SECRET`].
+pub(crate) fn hs256_verifier() -> JwtVerifier {
     verifier(vec![VerifyingKey::hs256_secret(SECRET, "secret").unwrap()])
 }
 
@@ -275,6 +279,45 @@ fn malformed_tokens_and_foreign_algorithms_are_refused() {
         ring::hmac::sign(&key, m).as_ref().to_vec()
     });
     assert_eq!(v.verify(&hs384), Err(JwtError::UnsupportedAlgorithm));
+}
+
+#[test]
+fn critical_header_extensions_are_refused() {
+    let v = hs256_verifier();
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, SECRET);
+    let sign = |m: &[u8]| ring::hmac::sign(&key, m).as_ref().to_vec();
+    let header = |extra: Value| {
+        let mut header = json!({"alg": "HS256", "typ": "JWT", "b64": true, "x-ext": 1});
+        header
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        header
+    };
+    // Extension members alone are ignored.
+    let plain = mint(header(json!({})), &claims("alice"), sign);
+    assert_eq!(
+        v.verify(&plain).unwrap(),
+        "jwt:https://idp.example.com#alice"
+    );
+    // Named as critical, or with an empty or malformed `crit`: refused,
+    // though the signature and the claims are good.
+    for crit in [
+        json!(["x-ext"]),
+        json!(["b64"]),
+        json!(["exp"]),
+        json!([]),
+        json!("x-ext"),
+        json!(null),
+        json!({"x-ext": true}),
+    ] {
+        let token = mint(header(json!({"crit": crit})), &claims("alice"), sign);
+        assert_eq!(
+            v.verify(&token),
+            Err(JwtError::CriticalExtension),
+            "crit {crit}"
+        );
+    }
 }
 
 #[test]

@@ -1,6 +1,6 @@
-//! The accept loop: HTTP/1.1 connections with a header-read timeout, an
-//! idle timeout, a cap on open connections, `TCP_NODELAY`, and graceful
-//! shutdown.
+//! The accept loop: HTTP/1.1 connections with a header-read timeout, a
+//! request-body timeout, an idle timeout, a cap on open connections,
+//! `TCP_NODELAY`, and graceful shutdown.
 //!
 //! `axum::serve` has none of these timeouts, and hyper's own
 //! `header_read_timeout` also runs while a keep-alive connection sits idle
@@ -11,9 +11,13 @@
 //!   spell): the request line and headers must be complete within the header
 //!   timeout, or the connection is closed. This is what stops a client that
 //!   opens connections and trickles bytes (slowloris).
-//! - **busy** (a request is being served, its response streamed): no limit;
-//!   calls have their own deadline and `subscriptions/listen` streams are
-//!   meant to last.
+//! - **busy** (a request is being served, its response streamed): the
+//!   request body must arrive whole within the body timeout, or reading it
+//!   fails with [`BodyTimeout`] (the handler answers 408 and closes the
+//!   connection), so a client that sends headers and then trickles its body
+//!   does not hold a connection slot either. Past the body, no limit: calls
+//!   have their own deadline and `subscriptions/listen` streams are meant to
+//!   last.
 //! - **idle** (keep-alive, no request in progress): closed after the idle
 //!   timeout.
 //!
@@ -46,6 +50,8 @@ use tokio::time::Instant;
 pub struct ConnectionLimits {
     /// Time a connection has to deliver a complete request head.
     pub header_timeout: Duration,
+    /// Time a request has to deliver its whole body, from its head.
+    pub body_timeout: Duration,
     /// How long a keep-alive connection may sit idle between requests.
     pub idle_timeout: Duration,
     /// Most connections open at once.
@@ -56,6 +62,7 @@ impl Default for ConnectionLimits {
     fn default() -> Self {
         Self {
             header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),
             max_connections: 1024,
         }
@@ -313,8 +320,80 @@ impl Drop for RequestGuard {
     }
 }
 
+/// Reading a request body failed: it did not arrive whole within the body
+/// timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BodyTimeout(pub Duration);
+
+impl std::fmt::Display for BodyTimeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the request body did not arrive within {} ms",
+            self.0.as_millis()
+        )
+    }
+}
+
+impl std::error::Error for BodyTimeout {}
+
+/// A request body that fails with [`BodyTimeout`] unless it ends by its
+/// deadline. The timer is armed only once the body has to be waited for:
+/// most bodies arrive with their headers, and pay nothing for it.
+struct TimedBody {
+    body: Incoming,
+    timeout: Duration,
+    /// `None` for a body that was empty from the start.
+    deadline: Option<Instant>,
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl TimedBody {
+    fn new(body: Incoming, timeout: Duration) -> Self {
+        let deadline = (!http_body::Body::is_end_stream(&body)).then(|| Instant::now() + timeout);
+        Self {
+            body,
+            timeout,
+            deadline,
+            timer: None,
+        }
+    }
+}
+
+impl http_body::Body for TimedBody {
+    type Data = Bytes;
+    type Error = axum::BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        if let Poll::Ready(frame) = Pin::new(&mut self.body).poll_frame(cx) {
+            return Poll::Ready(frame.map(|result| result.map_err(Into::into)));
+        }
+        let Some(deadline) = self.deadline else {
+            return Poll::Pending;
+        };
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        if timer.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Some(Err(BodyTimeout(self.timeout).into())));
+        }
+        Poll::Pending
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
 /// The router, with each request tracked from its head to the end of its
-/// response body.
+/// response body, and its body read within the body timeout.
 #[derive(Clone)]
 struct TrackedService {
     inner: TowerToHyperService<Router>,
@@ -331,7 +410,10 @@ impl hyper::service::Service<Request<Incoming>> for TrackedService {
 
     fn call(&self, request: Request<Incoming>) -> Self::Future {
         let guard = self.activity.begin();
-        let response = self.inner.call(request);
+        let body_timeout = self.activity.limits.body_timeout;
+        let response = self
+            .inner
+            .call(request.map(|body| TimedBody::new(body, body_timeout)));
         Box::pin(async move {
             let response = response.await?;
             Ok(response.map(|body| TrackedBody {
@@ -432,6 +514,7 @@ mod tests {
     fn activity() -> Arc<Activity> {
         Arc::new(Activity::new(ConnectionLimits {
             header_timeout: HEADER,
+            body_timeout: IDLE,
             idle_timeout: IDLE,
             max_connections: 4,
         }))
