@@ -8,6 +8,7 @@
 pub mod auth;
 pub mod inspect;
 pub mod live;
+pub mod logging;
 pub mod policy;
 pub mod protocol;
 pub mod registry;

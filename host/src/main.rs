@@ -3,6 +3,7 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
+use airlock::logging::OneLinePerEvent;
 use clap::{Parser, Subcommand};
 
 /// Every request allocates and frees many small buffers (JSON, HTTP, stores);
@@ -28,13 +29,16 @@ enum Command {
     Inspect(Box<airlock::inspect::InspectOptions>),
 }
 
+/// Logs to stderr, one line per event whatever the logged strings hold (see
+/// [`OneLinePerEvent`]), in colour on a terminal.
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("AIRLOCK_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let colours = std::io::stderr().is_terminal();
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(OneLinePerEvent::new(std::io::stderr, colours))
+        .with_ansi(colours)
         .init();
 }
 

@@ -10,6 +10,13 @@
 //! - each message is cut to [`MAX_EVENT_MESSAGE_BYTES`];
 //! - a call may report at most `max_events_per_call` events, later ones are
 //!   dropped (and counted in one log line at the end of the call);
+//! - the bytes a call reports are bounded too, by the component's output
+//!   limit (`max_output_bytes`, the limit on its result): the log and
+//!   progress messages and resource URIs of one call count against it
+//!   together, and an event whose text does not fit in what is left is
+//!   dropped and counted like one over the count. So one call adds at most
+//!   that many bytes of guest text to the server log and to the
+//!   notifications its client receives;
 //! - progress that does not strictly grow, or is not a finite number, is
 //!   dropped, as the WIT contract says;
 //! - the sink is a bounded channel: a guest that reports faster than the
@@ -86,7 +93,10 @@ pub(crate) struct EventState {
     label: Arc<str>,
     deadline: Instant,
     sink: Option<EventSink>,
+    /// Events the call may still report.
     remaining: usize,
+    /// Bytes of messages and URIs the call may still report.
+    remaining_bytes: usize,
     dropped: usize,
     last_progress: Option<f64>,
     /// The component file and the change channel; `None` while listing a
@@ -95,11 +105,14 @@ pub(crate) struct EventState {
 }
 
 impl EventState {
+    /// The state of one call that may report `max_events` events carrying
+    /// `max_bytes` bytes of messages and URIs in all.
     pub(crate) fn new(
         label: Arc<str>,
         deadline: Instant,
         sink: Option<EventSink>,
         max_events: usize,
+        max_bytes: usize,
         changes: Option<(Arc<Path>, ChangeSender)>,
     ) -> EventState {
         EventState {
@@ -107,17 +120,16 @@ impl EventState {
             deadline,
             sink,
             remaining: max_events,
+            remaining_bytes: max_bytes,
             dropped: 0,
             last_progress: None,
             changes,
         }
     }
 
-    /// Reports a change, unless the budget is spent or the channel is full.
+    /// Reports a change (its slot already taken), unless the channel is
+    /// full.
     fn report(&mut self, change: impl FnOnce(Arc<Path>) -> Change) {
-        if !self.take_slot() {
-            return;
-        }
         let Some((component, sender)) = &self.changes else {
             return;
         };
@@ -127,19 +139,21 @@ impl EventState {
         }
     }
 
-    /// The number of events dropped so far (over the limit, or progress
-    /// that did not grow).
+    /// The number of events dropped so far (over the count or byte limit,
+    /// or progress that did not grow).
     pub(crate) fn dropped(&self) -> usize {
         self.dropped
     }
 
-    /// Takes one slot of the per-call event budget; false if none is left.
-    fn take_slot(&mut self) -> bool {
-        if self.remaining == 0 {
+    /// Takes one event carrying `bytes` bytes of text out of the call's
+    /// budget; false (and the event counted as dropped) if it does not fit.
+    fn take_slot(&mut self, bytes: usize) -> bool {
+        if self.remaining == 0 || bytes > self.remaining_bytes {
             self.dropped += 1;
             false
         } else {
             self.remaining -= 1;
+            self.remaining_bytes -= bytes;
             true
         }
     }
@@ -199,10 +213,10 @@ pub(crate) fn truncate(mut s: String, max: usize) -> String {
 impl host_import::Host for CallState {
     async fn log(&mut self, level: LogLevel, message: String) -> wasmtime::Result<()> {
         let events = &mut self.events;
-        if !events.take_slot() {
+        let message = truncate(message, MAX_EVENT_MESSAGE_BYTES);
+        if !events.take_slot(message.len()) {
             return Ok(());
         }
-        let message = truncate(message, MAX_EVENT_MESSAGE_BYTES);
         let tool = &*events.label;
         let name = level_name(level);
         match level {
@@ -234,12 +248,12 @@ impl host_import::Host for CallState {
             events.dropped += 1;
             return Ok(());
         }
-        if !events.take_slot() {
+        let message = message.map(|m| truncate(m, MAX_EVENT_MESSAGE_BYTES));
+        if !events.take_slot(message.as_ref().map_or(0, String::len)) {
             return Ok(());
         }
         events.last_progress = Some(progress);
         let total = total.filter(|t| t.is_finite());
-        let message = message.map(|m| truncate(m, MAX_EVENT_MESSAGE_BYTES));
         tracing::trace!(target: "airlock::guest", tool = &*events.label, progress, total, "progress");
         events
             .send(GuestEvent::Progress {
@@ -251,20 +265,26 @@ impl host_import::Host for CallState {
     }
 
     async fn notify_list_changed(&mut self, kind: ListKind) -> wasmtime::Result<()> {
-        tracing::debug!(target: "airlock::guest", tool = &*self.events.label, ?kind, "list changed");
-        self.events
-            .report(|component| Change::ListChanged { component, kind });
+        let events = &mut self.events;
+        if !events.take_slot(0) {
+            return Ok(());
+        }
+        tracing::debug!(target: "airlock::guest", tool = &*events.label, ?kind, "list changed");
+        events.report(|component| Change::ListChanged { component, kind });
         Ok(())
     }
 
     async fn notify_resource_updated(&mut self, uri: String) -> wasmtime::Result<()> {
+        let events = &mut self.events;
         if uri.len() > MAX_EVENT_MESSAGE_BYTES {
-            self.events.dropped += 1;
+            events.dropped += 1;
             return Ok(());
         }
-        tracing::debug!(target: "airlock::guest", tool = &*self.events.label, uri, "resource updated");
-        self.events
-            .report(|component| Change::ResourceUpdated { component, uri });
+        if !events.take_slot(uri.len()) {
+            return Ok(());
+        }
+        tracing::debug!(target: "airlock::guest", tool = &*events.label, uri, "resource updated");
+        events.report(|component| Change::ResourceUpdated { component, uri });
         Ok(())
     }
 }
@@ -284,5 +304,18 @@ mod tests {
         assert!(cut.starts_with('é'));
         let long = truncate("x".repeat(20_000), MAX_EVENT_MESSAGE_BYTES);
         assert_eq!(long.len(), MAX_EVENT_MESSAGE_BYTES);
+    }
+
+    #[test]
+    fn a_call_reports_at_most_its_events_and_bytes() {
+        let mut events = EventState::new("tool".into(), Instant::now(), None, 4, 10, None);
+        assert!(events.take_slot(6));
+        assert!(!events.take_slot(5), "5 bytes do not fit in the 4 left");
+        assert!(events.take_slot(4));
+        assert!(!events.take_slot(1), "the bytes are spent");
+        assert!(events.take_slot(0), "an event without text still fits");
+        assert!(events.take_slot(0));
+        assert!(!events.take_slot(0), "the events are spent");
+        assert_eq!(events.dropped(), 3);
     }
 }

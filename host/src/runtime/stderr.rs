@@ -5,7 +5,8 @@
 //! executed"). Every call therefore gets its own [`StderrTail`]: it keeps
 //! the last [`STDERR_TAIL_BYTES`] bytes written and silently discards older
 //! ones, so a chatty guest can neither grow host memory nor fail its own
-//! writes. When a call fails, the tail goes into the server's log line.
+//! writes. When a call fails, the tail goes into the server's log line,
+//! its line breaks escaped like everything logged (see [`crate::logging`]).
 
 use std::collections::VecDeque;
 use std::io;

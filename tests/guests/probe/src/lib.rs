@@ -2,9 +2,9 @@
 //!
 //! Each tool probes one property of the host: fresh instances (`count`,
 //! `count_rounds`), deadlines and limits (`spin`, `hog`, `sleep`,
-//! `big_output`), failures (`trap`, `bad_json`), notifications (`progress`),
-//! the mapping of every input request and response (`ask`), and the sandbox
-//! (`env`, `read_file`). Never deploy it.
+//! `big_output`), failures (`trap`, `bad_json`), notifications and the
+//! server log (`progress`, `log`), the mapping of every input request and
+//! response (`ask`), and the sandbox (`env`, `read_file`). Never deploy it.
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -82,6 +82,15 @@ impl Tools for Probe {
                 &["steps"],
             ),
             tool(
+                "log",
+                "Logs `text` at info `times` times (default once), then returns `logged <times>`.",
+                json!({
+                    "text": { "type": "string" },
+                    "times": { "type": "integer", "minimum": 0 }
+                }),
+                &["text"],
+            ),
+            tool(
                 "ask",
                 "Asks for one input of `kind` under key `answer`, then describes the answer.",
                 json!({
@@ -120,6 +129,7 @@ impl Tools for Probe {
                 .into(),
             "sleep" => sleep(&call).into(),
             "progress" => steps(&call).into(),
+            "log" => log_text(&call).into(),
             "ask" => ask(&call).into(),
             "env" => env(),
             "read_file" => read_file(&call).into(),
@@ -203,6 +213,25 @@ fn steps(call: &Call) -> Result<Outcome, Error> {
         progress(f64::from(i), Some(f64::from(steps)), None);
     }
     Ok(Outcome::text("done"))
+}
+
+#[derive(Deserialize)]
+struct LogText {
+    text: String,
+    #[serde(default = "once")]
+    times: u32,
+}
+
+fn once() -> u32 {
+    1
+}
+
+fn log_text(call: &Call) -> Result<Outcome, Error> {
+    let LogText { text, times } = call.args()?;
+    for _ in 0..times {
+        log::info(&text);
+    }
+    Ok(Outcome::text(format!("logged {times}")))
 }
 
 #[derive(Deserialize)]
