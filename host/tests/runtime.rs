@@ -230,34 +230,6 @@ async fn a_panic_is_a_trap() {
     assert_eq!(err.to_string(), "the tool crashed (wasm trap)");
 }
 
-#[tokio::test]
-async fn output_over_the_limit_is_refused() {
-    let limits = RuntimeLimits {
-        max_output_bytes: 1000,
-        ..RuntimeLimits::default()
-    };
-    let Some((runtime, registry)) = probe("output", limits).await else {
-        return;
-    };
-    let outcome = call(&runtime, &registry, "big_output", r#"{"bytes": 1000}"#)
-        .await
-        .unwrap();
-    assert_eq!(text(&outcome).len(), 1000);
-    let err = call(&runtime, &registry, "big_output", r#"{"bytes": 1001}"#)
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            CallError::OutputTooLarge {
-                size: 1001,
-                limit: 1000
-            }
-        ),
-        "{err:?}"
-    );
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_and_logs_arrive_in_order() {
     let Some((runtime, registry)) = probe("progress", RuntimeLimits::default()).await else {
@@ -459,4 +431,42 @@ async fn second_load_comes_from_the_cache() {
 
     std::fs::remove_dir_all(&dir).unwrap();
     std::fs::remove_dir_all(&cache_dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_relist_is_swapped_in_only_while_its_version_of_the_component_is_loaded() {
+    let Some(paths) = guests(&["hash"]) else {
+        return;
+    };
+    let dir = tools_dir("relist", &[(&paths[0], "hash.wasm")]);
+    let file = dir.join("hash.wasm");
+    let runtime = runtime(RuntimeLimits::default());
+    let loaded = Registry::load(&runtime, &dir, None).await.unwrap();
+    let relisted = loaded.relist(&runtime, &file).await.unwrap();
+
+    // Into the registry it was listed from (as often as asked), and into a
+    // reload that kept the file.
+    let swapped = loaded
+        .with_relisted(&relisted)
+        .unwrap()
+        .expect("the version it was listed from");
+    assert!(swapped.find("sha256").is_some());
+    assert!(swapped.with_relisted(&relisted).unwrap().is_some());
+    let kept = loaded.reload(&runtime, &dir, None).await.unwrap();
+    assert!(kept.with_relisted(&relisted).unwrap().is_some());
+
+    // Not into a reload that replaced the file (a new file with the same
+    // bytes) or removed it: what that reload listed is newer.
+    let partial = dir.join(".hash.wasm.partial");
+    std::fs::copy(&paths[0], &partial).unwrap();
+    std::fs::rename(&partial, &file).unwrap();
+    let replaced = loaded.reload(&runtime, &dir, None).await.unwrap();
+    assert!(replaced.find("sha256").is_some());
+    assert!(replaced.with_relisted(&relisted).unwrap().is_none());
+    std::fs::remove_file(&file).unwrap();
+    let removed = replaced.reload(&runtime, &dir, None).await.unwrap();
+    assert!(removed.with_relisted(&relisted).unwrap().is_none());
+    let gone = removed.relist(&runtime, &file).await.unwrap_err();
+    assert!(gone.to_string().contains("no longer loaded"), "{gone}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

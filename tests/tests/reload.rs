@@ -233,7 +233,7 @@ fn a_listener_is_told_which_lists_a_reload_changed() {
         next_methods(3, "the three list_changed after removing everything.wasm"),
         all_three
     );
-    assert_eq!(client.tool_names(), ["sha256", "touch"]);
+    assert_eq!(client.tool_names(), ["hold", "relist", "sha256", "touch"]);
 }
 
 #[test]

@@ -86,8 +86,7 @@ impl Component {
             .map_err(|err| format!("compiling it failed unexpectedly: {err}"))??
         };
         let pre = runtime
-            .linker()
-            .instantiate_pre(&compiled)
+            .instance_pre(&compiled, &policy)
             .map_err(|err| format!("it needs imports Airlock does not provide: {}", chain(&err)))?;
         let (listing, checked) = runtime
             .list_component(&pre, Arc::from(path), policy.clone())
@@ -114,21 +113,17 @@ impl Component {
     }
 
     /// Lists this component again (it reported a change), keeping its
-    /// compiled code.
+    /// compiled code, its policy and the limits that span calls.
     pub(crate) async fn relist(&self, runtime: &Runtime) -> Result<Component, String> {
-        let (listing, checked) = runtime
-            .list_component(
-                self.checked.instance_pre(),
-                self.checked.source().clone(),
-                self.checked.policy().clone(),
-            )
+        let listing = runtime
+            .relist_component(&self.checked)
             .await
             .map_err(list_failure)?;
         validate::validate_listing(&listing)?;
         Ok(Component {
             path: self.path.clone(),
             stamp: self.stamp.clone(),
-            checked,
+            checked: self.checked.clone(),
             listing,
         })
     }

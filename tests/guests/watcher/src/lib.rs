@@ -1,18 +1,36 @@
-//! Test-only guest for Airlock's subscription tests.
+//! Test-only guest for Airlock's subscription and relist tests.
 //!
-//! Lists two resources, `watch://alpha` and `watch://beta`, and offers one
-//! tool, `touch {uri}`, that reports the resource at `uri` as updated
-//! (`notify::resource_updated`), so a test decides when an update happens.
+//! Lists two resources, `watch://alpha` and `watch://beta`, and offers
+//! tools that report changes when a test decides:
+//!
+//! - `touch {uri}` reports the resource at `uri` as updated
+//!   (`notify::resource_updated`);
+//! - `relist {times}` reports its tool list as changed `times` times
+//!   (`notify::list_changed`), a storm of reports for one call;
+//! - `hold {ms, relist?}` reports its tool list as changed first if
+//!   `relist` is true, then holds for `ms` milliseconds, and answers when it
+//!   ran: `{"start": …, "end": …}`, wall-clock milliseconds since the Unix
+//!   epoch, so a test can tell whether two calls overlapped.
+//!
+//! Listing its tools takes a while ([`LISTING_TAKES`]), as listing a real
+//! catalogue would: listing it again once per report would add up.
+//!
 //! Never deploy it.
 
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use airlock_guest::notify::{self, ListKind};
 use airlock_guest::{
     Call, Error, Outcome, ReadOutcome, Resource, ResourceContents, ResourceRead, Resources, Tool,
-    Tools, json, notify,
+    Tools, json,
 };
 use serde::Deserialize;
 
 /// The resources this component lists.
 const URIS: [&str; 2] = ["watch://alpha", "watch://beta"];
+
+/// How long listing the tools takes.
+const LISTING_TAKES: Duration = Duration::from_millis(25);
 
 struct Watcher;
 
@@ -21,8 +39,21 @@ struct Touch {
     uri: String,
 }
 
+#[derive(Deserialize)]
+struct Relist {
+    times: u32,
+}
+
+#[derive(Deserialize)]
+struct Hold {
+    ms: u64,
+    #[serde(default)]
+    relist: bool,
+}
+
 impl Tools for Watcher {
     fn list() -> Vec<Tool> {
+        std::thread::sleep(LISTING_TAKES);
         vec![
             Tool::new(
                 "touch",
@@ -33,12 +64,36 @@ impl Tools for Watcher {
                 "properties": { "uri": { "type": "string" } },
                 "required": ["uri"]
             })),
+            Tool::new(
+                "relist",
+                "Reports the tool list as changed `times` times, then returns `reported <times>`.",
+            )
+            .input_schema(json!({
+                "type": "object",
+                "properties": { "times": { "type": "integer", "minimum": 0 } },
+                "required": ["times"]
+            })),
+            Tool::new(
+                "hold",
+                "Reports the tool list as changed if `relist`, holds for `ms` milliseconds, \
+                 then returns {\"start\", \"end\"}: when it ran, in Unix milliseconds.",
+            )
+            .input_schema(json!({
+                "type": "object",
+                "properties": {
+                    "ms": { "type": "integer", "minimum": 0 },
+                    "relist": { "type": "boolean" }
+                },
+                "required": ["ms"]
+            })),
         ]
     }
 
     fn call(call: Call) -> Outcome {
         match call.name() {
             "touch" => touch(&call).into(),
+            "relist" => relist(&call).into(),
+            "hold" => hold(&call).into(),
             other => Outcome::unknown_tool(other),
         }
     }
@@ -48,6 +103,35 @@ fn touch(call: &Call) -> Result<Outcome, Error> {
     let Touch { uri } = call.args()?;
     notify::resource_updated(&uri);
     Ok(Outcome::text(format!("touched {uri}")))
+}
+
+fn relist(call: &Call) -> Result<Outcome, Error> {
+    let Relist { times } = call.args()?;
+    for _ in 0..times {
+        notify::list_changed(ListKind::Tools);
+    }
+    Ok(Outcome::text(format!("reported {times}")))
+}
+
+fn hold(call: &Call) -> Result<Outcome, Error> {
+    let Hold { ms, relist } = call.args()?;
+    let start = unix_millis();
+    if relist {
+        notify::list_changed(ListKind::Tools);
+    }
+    std::thread::sleep(Duration::from_millis(ms));
+    let end = unix_millis();
+    Ok(Outcome::text(
+        json!({ "start": start, "end": end }).to_string(),
+    ))
+}
+
+/// The wall clock, in milliseconds since the Unix epoch.
+fn unix_millis() -> u64 {
+    let since_epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    u64::try_from(since_epoch.as_millis()).unwrap_or(u64::MAX)
 }
 
 impl Resources for Watcher {
