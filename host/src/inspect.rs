@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use crate::policy::ProtectedPaths;
 use crate::registry::describe_component;
 use crate::serve::SandboxOptions;
 
@@ -20,7 +21,13 @@ pub struct InspectOptions {
 
 /// Loads the component and returns the report (or why it would be skipped).
 pub async fn run(options: InspectOptions) -> anyhow::Result<String> {
-    let runtime = options.sandbox.runtime(1)?;
+    let tools = options
+        .component
+        .parent()
+        .unwrap_or(std::path::Path::new("."));
+    let runtime = options
+        .sandbox
+        .runtime(1, ProtectedPaths::default().no_write(tools))?;
     let description = describe_component(&runtime, &options.component)
         .await
         .map_err(|reason| {

@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 
 use crate::auth::{AuthOptions, Authenticator};
 use crate::live::{self, LiveOptions};
-use crate::policy::Secrets;
+use crate::policy::{PolicySources, ProtectedPaths, Secrets};
 use crate::protocol::legacy::LegacyOptions;
 use crate::protocol::{ProtocolSettings, Server};
 use crate::registry::{self, Registry};
@@ -33,21 +33,40 @@ pub struct SandboxOptions {
     /// Wall-clock deadline of each call (each round of a multi-round call), in milliseconds.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub call_timeout_ms: u64,
-    /// Largest result a tool may return, in KiB.
+    /// Largest reply one call may produce, encoded, in KiB; also the most log and progress text
+    /// one call may report.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_output_kib: u64,
     /// Meter fuel, so that manifests may set `[limits] fuel` (costs every call some speed).
     #[arg(long)]
     pub enable_fuel: bool,
+    /// Most host resources (open files, streams, pollables, HTTP requests and fields) one
+    /// instance may hold at once.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(16..=1_000_000))]
+    pub max_host_resources: u64,
+    /// Largest set of HTTP header fields a tool may build for one request or response, in KiB.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=16_384))]
+    pub max_http_fields_kib: u64,
+    /// Most content blocks one result (or prompt, or resource read) may hold.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub max_content_blocks: u64,
+    /// Most input requests one input_required outcome may make.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub max_input_requests: u64,
     /// Secrets manifests may grant as environment variables: a TOML file of `name = "value"` lines.
     #[arg(long, env = "AIRLOCK_SECRETS_FILE")]
     pub secrets_file: Option<PathBuf>,
 }
 
 impl SandboxOptions {
-    /// Starts the WebAssembly runtime with these defaults and secrets, and
-    /// at most `max_concurrent_calls` instances at once.
-    pub fn runtime(&self, max_concurrent_calls: usize) -> anyhow::Result<Arc<Runtime>> {
+    /// Starts the WebAssembly runtime with these defaults and secrets, at
+    /// most `max_concurrent_calls` instances at once, and no grant exposing
+    /// `protected` (or the secrets file).
+    pub fn runtime(
+        &self,
+        max_concurrent_calls: usize,
+        protected: ProtectedPaths,
+    ) -> anyhow::Result<Arc<Runtime>> {
         let secrets = match &self.secrets_file {
             None => Secrets::default(),
             Some(path) => {
@@ -62,9 +81,18 @@ impl SandboxOptions {
             max_output_bytes: kib(self.max_output_kib),
             max_concurrent_calls,
             fuel: self.enable_fuel,
+            max_host_resources: count(self.max_host_resources),
+            max_http_fields_bytes: kib(self.max_http_fields_kib),
+            max_content_blocks: count(self.max_content_blocks),
+            max_input_requests: count(self.max_input_requests),
             ..RuntimeLimits::default()
         };
-        Runtime::with_secrets(limits, secrets).context("cannot start the WebAssembly runtime")
+        let protected = match &self.secrets_file {
+            Some(path) => protected.no_access(path),
+            None => protected,
+        };
+        Runtime::with_sources(limits, PolicySources { secrets, protected })
+            .context("cannot start the WebAssembly runtime")
     }
 }
 
@@ -114,7 +142,7 @@ pub struct ServeOptions {
     /// File of state keys, one per line (the first seals, all open). Also: AIRLOCK_STATE_KEYS.
     #[arg(long, env = "AIRLOCK_STATE_KEYS_FILE")]
     pub state_keys_file: Option<PathBuf>,
-    /// File of bearer tokens, one `<token> <principal>` per line. Without it and without JWT keys,
+    /// File of bearer tokens, one `<token> <name>` per line (the principal is `token:<name>`). Without it and without JWT keys,
     /// HTTP is unauthenticated.
     #[arg(long, env = "AIRLOCK_TOKENS_FILE")]
     pub tokens_file: Option<PathBuf>,
@@ -122,6 +150,10 @@ pub struct ServeOptions {
     /// milliseconds; 0 never reloads.
     #[arg(long, default_value_t = 500)]
     pub reload_interval_ms: u64,
+    /// Least time between two listings of one component that reports its lists changed, in
+    /// milliseconds; the reports that come meanwhile are answered by one listing.
+    #[arg(long, env = "AIRLOCK_RELIST_INTERVAL_MS", default_value_t = 1000)]
+    pub relist_interval_ms: u64,
     /// Extra host name accepted in Host/Origin headers (repeatable); localhost, 127.0.0.1 and [::1] always are.
     #[arg(long = "allowed-host", value_name = "HOST")]
     pub allowed_hosts: Vec<String>,
@@ -145,6 +177,28 @@ fn mib(n: u64) -> usize {
 
 fn kib(n: u64) -> usize {
     usize::try_from(n << 10).unwrap_or(usize::MAX)
+}
+
+fn count(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
+
+/// Airlock's own files, kept out of every grant: the tools directory and
+/// the compile cache (not writable), and every file of keys, tokens or
+/// secrets (not readable).
+fn protected_paths(options: &ServeOptions, cache_dir: Option<&std::path::Path>) -> ProtectedPaths {
+    let mut protected = ProtectedPaths::default().no_write(&options.tools);
+    if let Some(cache_dir) = cache_dir {
+        protected = protected.no_write(cache_dir);
+    }
+    let auth = &options.auth;
+    let secret_files = options
+        .state_keys_file
+        .iter()
+        .chain(&options.tokens_file)
+        .chain(&auth.jwt_key_files)
+        .chain(&auth.jwt_hs256_secret_file);
+    secret_files.fold(protected, |protected, file| protected.no_access(file))
 }
 
 /// Where the state keys come from; without any, a random per-process key.
@@ -207,9 +261,6 @@ pub async fn run(options: ServeOptions) -> anyhow::Result<()> {
     } else {
         Authenticator::load(options.tokens_file.as_deref(), &options.auth)?
     };
-    let runtime = options
-        .sandbox
-        .runtime(usize::try_from(options.max_concurrent_calls).unwrap_or(usize::MAX))?;
     let cache_dir = if options.no_cache {
         None
     } else {
@@ -218,6 +269,10 @@ pub async fn run(options: ServeOptions) -> anyhow::Result<()> {
             .clone()
             .or_else(registry::default_cache_dir)
     };
+    let runtime = options.sandbox.runtime(
+        usize::try_from(options.max_concurrent_calls).unwrap_or(usize::MAX),
+        protected_paths(&options, cache_dir.as_deref()),
+    )?;
     let registry = Registry::load(&runtime, &options.tools, cache_dir.as_deref()).await?;
     if registry.tools().is_empty()
         && registry.prompts().is_empty()
@@ -259,6 +314,7 @@ pub async fn run(options: ServeOptions) -> anyhow::Result<()> {
             cache_dir,
             reload_every: (options.reload_interval_ms > 0)
                 .then(|| Duration::from_millis(options.reload_interval_ms)),
+            relist_every: Duration::from_millis(options.relist_interval_ms),
         },
     );
     let _stop_updates = AbortOnDrop(updates);

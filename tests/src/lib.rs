@@ -8,6 +8,7 @@
 pub mod client;
 pub mod everything;
 pub mod flows;
+pub mod hostile;
 pub mod http;
 pub mod jwt;
 pub mod legacy;

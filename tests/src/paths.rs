@@ -35,11 +35,21 @@ pub fn target_dir() -> PathBuf {
     workspace_root().join("target")
 }
 
-/// The release `airlock` binary. Panics with [`BUILD_HINT`] when it is missing.
+/// Names another `airlock` binary for the end-to-end tests to run (e.g. an
+/// older build, to see a new test fail on it).
+pub const BIN_ENV: &str = "AIRLOCK_E2E_BIN";
+
+/// The release `airlock` binary, or the one [`BIN_ENV`] names. Panics with
+/// [`BUILD_HINT`] when it is missing.
 pub fn airlock_bin() -> PathBuf {
-    let path = target_dir()
-        .join("release")
-        .join(format!("airlock{}", std::env::consts::EXE_SUFFIX));
+    let path = std::env::var_os(BIN_ENV)
+        .filter(|bin| !bin.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            target_dir()
+                .join("release")
+                .join(format!("airlock{}", std::env::consts::EXE_SUFFIX))
+        });
     assert!(
         path.is_file(),
         "the airlock binary {} does not exist: {BUILD_HINT}",

@@ -489,4 +489,48 @@ impl HttpServer {
     pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
         self.proc.wait_timeout(timeout)
     }
+
+    /// The server's memory so far: resident now, and the most it was ever
+    /// resident (Linux's `VmRSS` and `VmHWM`), in KiB.
+    pub fn memory(&self) -> Memory {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.proc.id()))
+            .expect("read the server's /proc status (Linux only)");
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix(name))
+                .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+                .unwrap_or_else(|| panic!("no {name} in /proc status"))
+        };
+        Memory {
+            resident_kib: field("VmRSS:"),
+            peak_kib: field("VmHWM:"),
+        }
+    }
+
+    /// Starts measuring the server's peak memory afresh: its `peak_kib`
+    /// becomes what is resident now (Linux's `clear_refs`).
+    pub fn reset_peak_memory(&self) {
+        std::fs::write(format!("/proc/{}/clear_refs", self.proc.id()), "5")
+            .expect("reset the server's peak memory (Linux only)");
+    }
+
+    /// How much the server's memory peaked above what was resident when
+    /// `run` started, in KiB, and what `run` returned.
+    pub fn peak_growth<T>(&self, run: impl FnOnce() -> T) -> (u64, T) {
+        self.reset_peak_memory();
+        let before = self.memory().resident_kib;
+        let result = run();
+        let peak = self.memory().peak_kib;
+        (peak.saturating_sub(before), result)
+    }
+}
+
+/// A process's memory, in KiB (see [`HttpServer::memory`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Memory {
+    /// Resident now.
+    pub resident_kib: u64,
+    /// The most ever resident.
+    pub peak_kib: u64,
 }

@@ -17,113 +17,14 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use airlock_e2e::hostile::{
+    ANSWERED_WITHIN, airlock, answer, assert_limit, assert_ok, assert_refused, assert_sha256_works,
+    call, serve, toml_path, tools_with,
+};
 use airlock_e2e::mcp::{complete, error_code, is_error, text};
-use airlock_e2e::paths::{airlock_bin, target_dir};
-use airlock_e2e::{Airlock, Http, HttpServer, McpClient, ToolCall, ToolsDir, code, wait_until};
+use airlock_e2e::paths::airlock_bin;
+use airlock_e2e::{Http, HttpServer, McpClient, ToolsDir, code, wait_until};
 use serde_json::{Value, json};
-
-/// How often servers that see manifests change look at the tools directory.
-const RELOAD_INTERVAL_MS: &str = "50";
-
-/// SHA-256 of `abc`.
-const SHA256_ABC: &str = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
-
-/// Generous bound for "the call was answered" (liveness, not speed).
-const ANSWERED_WITHIN: Duration = Duration::from_secs(30);
-
-/// A tools directory with `hostile` and `hash`, and `hostile.toml` if
-/// `manifest` is given.
-fn tools_with(manifest: Option<&str>) -> ToolsDir {
-    let tools = ToolsDir::with(&["hostile", "hash"]);
-    if let Some(text) = manifest {
-        tools.add_bytes("hostile.toml", text.as_bytes());
-    }
-    tools
-}
-
-/// `airlock serve` on `tools`, polling for changes every 50 ms, with a
-/// compile cache shared by every test (under the target directory, keyed
-/// by the component's and the engine's hashes), so each server does not
-/// recompile the same two components.
-fn airlock(tools: &ToolsDir) -> Airlock {
-    Airlock::new(tools)
-        .with_cache()
-        .arg("--cache-dir")
-        .arg(target_dir().join("airlock-e2e-adversarial-cache"))
-        .args(["--reload-interval-ms", RELOAD_INTERVAL_MS])
-}
-
-/// A server on `tools` with `args`.
-fn serve(tools: &ToolsDir, args: &[&str]) -> HttpServer {
-    airlock(tools).args(args).start_http()
-}
-
-/// A path as a TOML literal string.
-fn toml_path(path: &Path) -> String {
-    let text = path.to_str().expect("a UTF-8 temporary path");
-    assert!(
-        !text.contains('\''),
-        "cannot quote {text} as a TOML literal"
-    );
-    format!("'{text}'")
-}
-
-fn call(client: &dyn McpClient, name: &str, args: Value) -> Value {
-    client.call(&ToolCall::new(name, args))
-}
-
-/// The text of a successful (not `isError`) complete result.
-#[track_caller]
-fn answer(response: &Value) -> String {
-    let result = complete(response);
-    assert!(
-        !is_error(result),
-        "expected a successful result: {response}"
-    );
-    text(result)
-}
-
-/// Asserts the tool ran and reported success: its text is `ok: <expected>`.
-#[track_caller]
-fn assert_ok(response: &Value, expected: &str) {
-    assert_eq!(answer(response), format!("ok: {expected}"), "{response}");
-}
-
-/// Asserts the tool ran and reported a refusal (`error: …`); returns the
-/// text. Hostile reports what it met as text, so an `isError` result here
-/// means the host failed the call instead, which is wrong for a refusal.
-#[track_caller]
-fn assert_refused(response: &Value, what: &str) -> String {
-    let said = answer(response);
-    assert!(
-        said.starts_with("error: "),
-        "{what} must be refused, the tool saw: {said}"
-    );
-    said
-}
-
-/// Asserts the host failed the call with `isError` and a text naming the
-/// limit: every one of `words`, case-insensitively.
-#[track_caller]
-fn assert_limit(response: &Value, words: &[&str]) -> String {
-    let result = complete(response);
-    assert!(is_error(result), "expected an isError result: {response}");
-    let said = text(result);
-    let lower = said.to_ascii_lowercase();
-    for word in words {
-        assert!(
-            lower.contains(&word.to_ascii_lowercase()),
-            "the error should say {word:?}: {said}"
-        );
-    }
-    said
-}
-
-#[track_caller]
-fn assert_sha256_works(client: &dyn McpClient) {
-    let response = call(client, "sha256", json!({"text": "abc"}));
-    assert_eq!(answer(&response).trim(), SHA256_ABC, "{response}");
-}
 
 /// What a hostile call got, and how the well-behaved tool fared meanwhile.
 struct Observed {
@@ -582,14 +483,9 @@ fn outbound_http_reaches_only_the_listed_destinations() {
     let port = server.port();
     let own = format!("http://127.0.0.1:{port}/mcp");
 
-    // No manifest: nothing goes out, not even to the server itself.
+    // No manifest: no wasi:http at all; using it fails the call.
     let observed = while_serving(&server, "http_get", json!({ "url": own }));
-    assert_eq!(
-        answer(&observed.response),
-        "error: HTTP-request-denied",
-        "{}",
-        observed.response
-    );
+    assert_limit(&observed.response, &["wasi:http", "not granted"]);
 
     // Grant this very server: GET /mcp answers 405, which proves the
     // request went out.

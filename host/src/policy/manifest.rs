@@ -60,7 +60,7 @@ pub struct Limits {
     pub timeout_ms: Option<u64>,
     /// Fuel of one call (about one unit per wasm instruction).
     pub fuel: Option<u64>,
-    /// Largest output of one call, in KiB.
+    /// Largest reply of one call, encoded, in KiB.
     pub max_output_kib: Option<u64>,
     /// Most instances of this component running at once.
     pub max_concurrent: Option<u32>,

@@ -9,6 +9,7 @@
 //! and secrets are set, limits fit the server), so a bad grant fails the
 //! load with a message naming the file and the key, never a call.
 
+pub mod grants;
 pub mod manifest;
 
 use std::collections::BTreeMap;
@@ -16,6 +17,7 @@ use std::path::{Component as PathPart, Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use self::grants::{GrantedDir, ProtectedPaths};
 use self::manifest::{DirMode, Manifest};
 use crate::runtime::RuntimeLimits;
 
@@ -47,25 +49,14 @@ impl std::fmt::Debug for Secrets {
 pub struct Policy {
     /// The manifest it came from, if any.
     pub manifest: Option<PathBuf>,
-    /// Preopened directories.
-    pub dirs: Vec<Preopen>,
+    /// Granted directories, held open since the component loaded.
+    pub dirs: Vec<GrantedDir>,
     /// Environment variables, in order (values may be secrets: never logged).
     pub env: Vec<(String, String)>,
     /// Hosts outbound HTTP may reach (shared with every call's hooks).
     pub http: Arc<HttpAllowList>,
     /// The limits every call of the component runs under.
     pub limits: CallLimits,
-}
-
-/// One preopened directory.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Preopen {
-    /// The host directory (canonical).
-    pub host: PathBuf,
-    /// The guest path.
-    pub guest: String,
-    /// Read-only or read-write.
-    pub mode: DirMode,
 }
 
 /// Per-call limits of one component.
@@ -77,7 +68,8 @@ pub struct CallLimits {
     pub timeout: Duration,
     /// Fuel of one call, if metered.
     pub fuel: Option<u64>,
-    /// Largest output of one call, in bytes.
+    /// Largest reply of one call, encoded, in bytes; also the most log and
+    /// progress text one call may report.
     pub max_output_bytes: usize,
     /// Most instances running at once, if limited below the server's limit.
     pub max_concurrent: Option<u32>,
@@ -151,14 +143,24 @@ impl std::fmt::Display for HttpAllowList {
     }
 }
 
-/// What a policy is resolved against: the server's defaults, the secrets,
-/// whether the engine meters fuel.
+/// What manifests are resolved against besides the server's limits: the
+/// secrets they may grant, and Airlock's own files no grant may expose.
+#[derive(Debug, Clone, Default)]
+pub struct PolicySources {
+    /// Named secrets.
+    pub secrets: Secrets,
+    /// Airlock's own files.
+    pub protected: ProtectedPaths,
+}
+
+/// What a policy is resolved against: the server's defaults (whether the
+/// engine meters fuel among them) and the [`PolicySources`].
 #[derive(Debug, Clone)]
 pub struct PolicyContext<'a> {
     /// The server's limits (the memory cap is also the most a manifest may ask).
     pub defaults: &'a RuntimeLimits,
-    /// Named secrets.
-    pub secrets: &'a Secrets,
+    /// Secrets and protected files.
+    pub sources: &'a PolicySources,
 }
 
 impl Policy {
@@ -257,21 +259,20 @@ impl Policy {
                     "{key}: guest = {guest:?} must be an absolute path without `.` or `..`"
                 ));
             }
-            let host = base.join(&grant.host);
-            let host = host
-                .canonicalize()
-                .ok()
-                .filter(|p| p.is_dir())
-                .ok_or_else(|| format!("{key}: host = {:?} is not a directory", host.display()))?;
             if policy.dirs.iter().any(|d| d.guest == *guest) {
                 return Err(format!("{key}: guest path {guest:?} is granted twice"));
             }
-            policy.dirs.push(Preopen {
-                host,
-                guest: guest.clone(),
-                mode: grant.mode,
-            });
+            let host = base.join(&grant.host);
+            let granted = GrantedDir::open(&host, guest, grant.mode)
+                .map_err(|why| format!("{key}: host = {:?} {why}", host.display()))?;
+            context
+                .sources
+                .protected
+                .check(&granted)
+                .map_err(|why| format!("{key}: {why}"))?;
+            policy.dirs.push(granted);
         }
+        grants::check_nesting(policy.dirs.iter().map(|dir| (path, dir)))?;
         for (name, source) in &manifest.env {
             let key = format!("[env] {name}");
             if name.is_empty() || name.contains(['=', '\0']) {
@@ -283,6 +284,7 @@ impl Policy {
                     format!("{key}: from-env = {var:?} is not set in Airlock's environment")
                 })?,
                 (None, None, Some(secret)) => context
+                    .sources
                     .secrets
                     .get(secret)
                     .ok_or_else(|| {
@@ -375,14 +377,17 @@ mod tests {
 
     fn resolve(text: &str, dir: &Path) -> Result<Policy, String> {
         let defaults = RuntimeLimits::default();
-        let secrets = Secrets::parse("token = \"s3cret\"", Path::new("secrets.toml")).unwrap();
+        let sources = PolicySources {
+            secrets: Secrets::parse("token = \"s3cret\"", Path::new("secrets.toml")).unwrap(),
+            protected: ProtectedPaths::default(),
+        };
         let manifest = Manifest::parse(text, Path::new("t.toml"))?;
         Policy::resolve(
             &manifest,
             &dir.join("t.toml"),
             &PolicyContext {
                 defaults: &defaults,
-                secrets: &secrets,
+                sources: &sources,
             },
         )
     }
@@ -446,7 +451,7 @@ mod tests {
             ("[limits]\nmax-concurrent = 0\n", "max-concurrent"),
             (
                 "[[dirs]]\nhost = \"missing\"\nguest = \"/m\"\n",
-                "is not a directory",
+                "cannot be granted",
             ),
             (
                 "[[dirs]]\nhost = \"data\"\nguest = \"data\"\n",
@@ -490,7 +495,7 @@ mod tests {
             Path::new("/nonexistent/dir/tool.wasm"),
             &PolicyContext {
                 defaults: &defaults,
-                secrets: &Secrets::default(),
+                sources: &PolicySources::default(),
             },
         )
         .unwrap();

@@ -86,7 +86,18 @@ impl Server {
         };
         match component.complete(&self.runtime, &completion_request).await {
             None => Ok(self.reply(&request.id, wire::complete_result(&empty))),
-            Some(Ok(completion)) => Ok(self.reply(&request.id, wire::complete_result(&completion))),
+            Some(Ok(completion)) => self
+                .reply_within(
+                    &request.id,
+                    wire::complete_result(&completion),
+                    component.max_output_bytes(),
+                )
+                .map_err(|error| {
+                    RpcError::internal(format!(
+                        "Completing {} failed: {error}",
+                        describe(&completion_request.target)
+                    ))
+                }),
             Some(Err(error)) => {
                 tracing::warn!(file = %component.source().display(), %error, "completion failed");
                 Err(RpcError::internal(format!(

@@ -19,7 +19,7 @@ use super::jsonrpc::{self, Request, RpcError};
 use super::legacy::BridgeSettings;
 use super::subscriptions::{ServerChange, Subscriptions};
 use crate::registry::Registry;
-use crate::runtime::Runtime;
+use crate::runtime::{CallError, Runtime};
 use crate::state::StateSealer;
 
 /// Channel for the notifications of one request (encoded JSON-RPC messages),
@@ -151,12 +151,12 @@ impl Server {
 
     /// Serves `registry` from now on (requests already running finish with
     /// the old one) and tells listeners which lists changed, plus `also`
-    /// (a change a component reported, announced even if the lists look
-    /// the same).
+    /// (changes a component reported, announced even if the lists look the
+    /// same).
     pub fn replace_registry(
         &self,
         registry: Registry,
-        also: Option<ServerChange>,
+        also: &[ServerChange],
     ) -> anyhow::Result<()> {
         let new = Arc::new(Catalog::new(Arc::new(registry), self.settings.page_size)?);
         let old = std::mem::replace(
@@ -176,10 +176,10 @@ impl Server {
         if !new.resources.same_as(&old.resources) || !new.templates.same_as(&old.templates) {
             changes.push(ServerChange::ResourcesListChanged);
         }
-        if let Some(also) = also
-            && !changes.contains(&also)
-        {
-            changes.push(also);
+        for also in also {
+            if !changes.contains(also) {
+                changes.push(also.clone());
+            }
         }
         for change in changes {
             tracing::debug!(?change, "announcing");
@@ -233,6 +233,28 @@ impl Server {
                 },
             ),
             http_status: 200,
+        }
+    }
+
+    /// Encodes a component's result with `_meta`, unless the encoding passes
+    /// `limit` bytes (the component's output limit): then nothing larger
+    /// than the limit was allocated, and the component's call failed.
+    pub(super) fn reply_within(
+        &self,
+        id: &Value,
+        result: impl Serialize,
+        limit: usize,
+    ) -> Result<Reply, CallError> {
+        let with_meta = WithMeta {
+            result,
+            meta: self.meta(),
+        };
+        match jsonrpc::encode_result_within(id, &with_meta, limit) {
+            Ok(body) => Ok(Reply {
+                body,
+                http_status: 200,
+            }),
+            Err(jsonrpc::TooLarge { limit }) => Err(CallError::OutputTooLarge { limit }),
         }
     }
 

@@ -247,25 +247,85 @@ pub fn decode(bytes: &[u8]) -> Result<Incoming, DecodeError> {
     })
 }
 
+/// A success response.
+#[derive(Serialize)]
+struct Success<'a, R> {
+    jsonrpc: &'static str,
+    id: &'a Value,
+    result: &'a R,
+}
+
 /// Serializes a success response.
 pub fn encode_result(id: &Value, result: &impl Serialize) -> Vec<u8> {
-    #[derive(Serialize)]
-    struct Success<'a, R> {
-        jsonrpc: &'static str,
-        id: &'a Value,
-        result: &'a R,
-    }
     serde_json::to_vec(&Success {
         jsonrpc: "2.0",
         id,
         result,
     })
-    .unwrap_or_else(|e| {
-        encode_error(
-            Some(id),
-            &RpcError::internal(format!("cannot encode result: {e}")),
-        )
-    })
+    .unwrap_or_else(|e| encoding_failed(id, &e))
+}
+
+/// A reply whose encoding passed its limit; nothing past the limit was
+/// allocated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the encoded reply is larger than {limit} bytes")]
+pub struct TooLarge {
+    /// The limit, in bytes.
+    pub limit: usize,
+}
+
+/// [`encode_result`], but stops as soon as the encoding passes `limit`
+/// bytes: the buffer never grows past the limit, whatever `result` holds.
+pub fn encode_result_within(
+    id: &Value,
+    result: &impl Serialize,
+    limit: usize,
+) -> Result<Vec<u8>, TooLarge> {
+    let mut out = Capped {
+        bytes: Vec::new(),
+        limit,
+        overflowed: false,
+    };
+    let success = Success {
+        jsonrpc: "2.0",
+        id,
+        result,
+    };
+    match serde_json::to_writer(&mut out, &success) {
+        Ok(()) => Ok(out.bytes),
+        Err(_) if out.overflowed => Err(TooLarge { limit }),
+        Err(e) => Ok(encoding_failed(id, &e)),
+    }
+}
+
+/// The error reply for a result that cannot be encoded.
+fn encoding_failed(id: &Value, error: &serde_json::Error) -> Vec<u8> {
+    encode_error(
+        Some(id),
+        &RpcError::internal(format!("cannot encode result: {error}")),
+    )
+}
+
+/// A buffer that refuses writes past `limit` bytes.
+struct Capped {
+    bytes: Vec<u8>,
+    limit: usize,
+    overflowed: bool,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        if self.bytes.len() + data.len() > self.limit {
+            self.overflowed = true;
+            return Err(std::io::Error::other("over the limit"));
+        }
+        self.bytes.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Serializes an error response; `id` is omitted when unknown.
@@ -333,6 +393,23 @@ pub fn encode_request(id: u64, method: &str, params: &impl Serialize) -> Vec<u8>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn encoding_within_a_limit_stops_at_the_limit() {
+        let id = serde_json::json!(1);
+        let result = serde_json::json!({"text": "x".repeat(1000)});
+        let whole = encode_result(&id, &result);
+        assert_eq!(
+            encode_result_within(&id, &result, whole.len()).unwrap(),
+            whole
+        );
+        assert_eq!(
+            encode_result_within(&id, &result, whole.len() - 1),
+            Err(TooLarge {
+                limit: whole.len() - 1
+            })
+        );
+    }
 
     fn error_of(bytes: &[u8]) -> DecodeError {
         match decode(bytes) {

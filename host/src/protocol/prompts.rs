@@ -90,9 +90,13 @@ impl Server {
             RpcError::internal(format!("Prompt '{name}' failed: {why}"))
         };
         match outcome.map_err(|error| mrtr::call_failure(error, failed))? {
-            wit_prompts::PromptOutcome::Complete(result) => {
-                Ok(self.reply(&request.id, wire::prompt_result(&result)))
-            }
+            wit_prompts::PromptOutcome::Complete(result) => self
+                .reply_within(
+                    &request.id,
+                    wire::prompt_result(&result),
+                    entry.max_output_bytes(),
+                )
+                .map_err(|error| failed(error.to_string())),
             wit_prompts::PromptOutcome::InvalidArguments(why) => Err(RpcError::invalid_params(
                 format!("Invalid params: {}", truncate(why, MAX_REFUSAL_BYTES)),
             )),
@@ -105,7 +109,8 @@ impl Server {
                     &input,
                     failed,
                 )?;
-                Ok(self.reply(&request.id, result))
+                self.reply_within(&request.id, result, entry.max_output_bytes())
+                    .map_err(|error| failed(error.to_string()))
             }
         }
     }

@@ -75,17 +75,20 @@ impl Server {
             wit_resources::ReadOutcome::Complete(contents) if contents.is_empty() => {
                 Err(failed("the component returned no contents".to_owned()))
             }
-            wit_resources::ReadOutcome::Complete(contents) => Ok(self.reply(
-                &request.id,
-                ReadResult {
-                    result_type: "complete",
-                    contents: contents.iter().map(wire::resource_contents).collect(),
-                    ttl_ms: self.settings.read_ttl_ms,
-                    // Components cannot see who asks, but a read may still
-                    // depend on the moment: never shared across callers.
-                    cache_scope: "private",
-                },
-            )),
+            wit_resources::ReadOutcome::Complete(contents) => self
+                .reply_within(
+                    &request.id,
+                    ReadResult {
+                        result_type: "complete",
+                        contents: contents.iter().map(wire::resource_contents).collect(),
+                        ttl_ms: self.settings.read_ttl_ms,
+                        // Components cannot see who asks, but a read may still
+                        // depend on the moment: never shared across callers.
+                        cache_scope: "private",
+                    },
+                    component.max_output_bytes(),
+                )
+                .map_err(|error| failed(error.to_string())),
             wit_resources::ReadOutcome::InputRequired(input) => {
                 let result = self.input_required_or_failure(
                     target,
@@ -95,7 +98,8 @@ impl Server {
                     &input,
                     failed,
                 )?;
-                Ok(self.reply(&request.id, result))
+                self.reply_within(&request.id, result, component.max_output_bytes())
+                    .map_err(|error| failed(error.to_string()))
             }
         }
     }

@@ -89,16 +89,26 @@ impl Server {
                 Ok(self.tool_failure(&request.id, name, &error.to_string()))
             }
             Ok(wit::CallOutcome::Complete(result)) => match wire::call_result(&result) {
-                Ok(result) => Ok(self.reply(&request.id, result)),
+                Ok(result) => Ok(self.tool_reply(&request.id, entry, result)),
                 Err(error) => Ok(self.invalid_outcome(&request.id, entry, &error.0)),
             },
             Ok(wit::CallOutcome::InputRequired(input)) => {
                 match self.input_required(target, meta, &binding(), number, &input)? {
-                    Ok(result) => Ok(self.reply(&request.id, result)),
+                    Ok(result) => Ok(self.tool_reply(&request.id, entry, result)),
                     Err(problem) => Ok(self.invalid_outcome(&request.id, entry, &problem)),
                 }
             }
         }
+    }
+
+    /// A tool's result, or its failure if the result encodes larger than
+    /// the tool's output limit.
+    fn tool_reply(&self, id: &Value, entry: &ToolEntry, result: impl serde::Serialize) -> Reply {
+        self.reply_within(id, result, entry.max_output_bytes())
+            .unwrap_or_else(|error| {
+                tracing::warn!(tool = %entry.key(), file = %entry.source().display(), %error, "tool call failed");
+                self.tool_failure(id, entry.key(), &error.to_string())
+            })
     }
 
     /// A complete result with `isError`, for a tool that failed to run.

@@ -63,17 +63,49 @@ fn role(role: wit::Role) -> &'static str {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Annotations<'a> {
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    audience: Vec<&'static str>,
+    #[serde(skip_serializing_if = "Audience::is_empty")]
+    audience: Audience,
     #[serde(skip_serializing_if = "Option::is_none")]
     priority: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     last_modified: Option<&'a str>,
 }
 
+/// An audience: each role at most once, in the order first given (a
+/// guest's list may repeat roles; the wire never does).
+#[derive(Default)]
+struct Audience([Option<wit::Role>; 2]);
+
+impl Audience {
+    fn of(roles: &[wit::Role]) -> Audience {
+        let mut audience = Audience::default();
+        let mut slots = 0;
+        for role in roles {
+            if slots == audience.0.len() {
+                break;
+            }
+            if !audience.0[..slots].contains(&Some(*role)) {
+                audience.0[slots] = Some(*role);
+                slots += 1;
+            }
+        }
+        audience
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0[0].is_none()
+    }
+}
+
+impl Serialize for Audience {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().flatten().map(|r| role(*r)))
+    }
+}
+
 fn annotations(a: &Option<wit::Annotations>) -> Option<Annotations<'_>> {
     a.as_ref().map(|a| Annotations {
-        audience: a.audience.iter().map(|r| role(*r)).collect(),
+        audience: Audience::of(&a.audience),
         priority: a.priority,
         last_modified: a.last_modified.as_deref(),
     })

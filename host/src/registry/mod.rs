@@ -17,6 +17,10 @@
 //! A [`Registry`] never changes. Reloading (see [`reload`]) builds a new one,
 //! reusing every component whose file did not change, and the server swaps
 //! it in; calls already running keep the components they started with.
+//! Relisting one component that reported a change ([`Registry::relist`])
+//! runs its guest apart from any registry; [`Registry::with_relisted`] then
+//! swaps the new lists into whichever registry is served by then, as long
+//! as it still holds that version of the component.
 
 pub mod cache;
 mod component;
@@ -64,6 +68,16 @@ pub struct Served<T> {
     component: Arc<Component>,
 }
 
+/// A component listed again, not yet swapped into a registry (see
+/// [`Registry::relist`]).
+#[derive(Debug)]
+pub struct Relisted {
+    /// The version of the component it was listed from.
+    from: Arc<Component>,
+    /// The same version (code, policy, limits) with its new lists.
+    relisted: Arc<Component>,
+}
+
 /// A tool and its component.
 pub type ToolEntry = Served<wit::Tool>;
 /// A prompt and its component.
@@ -102,6 +116,12 @@ impl<T> Served<T> {
     /// The component file that serves it.
     pub fn source(&self) -> &Path {
         &self.component.path
+    }
+
+    /// The largest reply its calls may produce, encoded, in bytes (its
+    /// manifest's output limit, else the server's).
+    pub fn max_output_bytes(&self) -> usize {
+        self.component().policy().limits.max_output_bytes
     }
 
     fn component(&self) -> &CheckedComponent {
@@ -234,24 +254,43 @@ impl Registry {
         Registry::assemble(components)
     }
 
-    /// This registry with the component at `path` listed again (it reported
-    /// that a list changed). Fails if listing fails or the new lists clash
-    /// with another component's.
-    pub async fn relist(&self, runtime: &Runtime, path: &Path) -> anyhow::Result<Registry> {
-        let mut components = self.components.clone();
-        let Some(slot) = components.iter_mut().find(|c| c.path == path) else {
+    /// Lists the component at `path` again (it reported that a list
+    /// changed): runs its guest's list functions, and leaves `self` as it
+    /// is. Swap the result in with [`Registry::with_relisted`]. Fails if the
+    /// component is not loaded here or listing it fails.
+    pub async fn relist(&self, runtime: &Runtime, path: &Path) -> anyhow::Result<Relisted> {
+        let Some(from) = self.components.iter().find(|c| c.path == path) else {
             bail!("{} is no longer loaded", path.display());
         };
-        let relisted = slot
+        let relisted = from
             .relist(runtime)
             .await
             .map_err(|reason| anyhow::anyhow!("{}: {reason}", path.display()))?;
-        *slot = Arc::new(relisted);
-        Registry::assemble(components)
+        Ok(Relisted {
+            from: from.clone(),
+            relisted: Arc::new(relisted),
+        })
+    }
+
+    /// This registry with `relisted` swapped in, or `None` if the version of
+    /// the component it was listed from is no longer the one loaded here (a
+    /// reload replaced or removed the file since: what it loaded is newer).
+    /// Fails if the new lists clash with another component's.
+    pub fn with_relisted(&self, relisted: &Relisted) -> anyhow::Result<Option<Registry>> {
+        let mut components = self.components.clone();
+        let same_version = components
+            .iter_mut()
+            .find(|c| Arc::ptr_eq(c, &relisted.from));
+        let Some(slot) = same_version else {
+            return Ok(None);
+        };
+        *slot = relisted.relisted.clone();
+        Registry::assemble(components).map(Some)
     }
 
     /// Indexes what `components` serve; fails on a name or URI served twice.
     fn assemble(components: Vec<Arc<Component>>) -> anyhow::Result<Registry> {
+        check_grants(&components)?;
         let mut registry = Registry::default();
         for component in &components {
             let listing = &component.listing;
@@ -410,6 +449,18 @@ fn insert<T>(
         component: component.clone(),
     });
     Ok(())
+}
+
+/// Refuses grants of different components that nest inside a read-write
+/// grant (see [`check_nesting`](crate::policy::grants::check_nesting)); each component's own
+/// grants were checked when its policy was resolved.
+fn check_grants(components: &[Arc<Component>]) -> anyhow::Result<()> {
+    let grants = components.iter().flat_map(|component| {
+        let policy = component.checked.policy();
+        let owner = policy.manifest.as_deref().unwrap_or(&component.path);
+        policy.dirs.iter().map(move |dir| (owner, dir))
+    });
+    crate::policy::grants::check_nesting(grants).map_err(anyhow::Error::msg)
 }
 
 fn clash(what: &str, key: &str, first: &Path, second: &Path) -> String {

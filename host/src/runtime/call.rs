@@ -40,7 +40,8 @@ use std::time::Duration;
 
 use tokio::sync::{Semaphore, SemaphorePermit};
 use wasmtime::component::{
-    ComponentExportIndex, ComponentNamedList, InstancePre, Lift, Lower, ResourceTable, TypedFunc,
+    ComponentExportIndex, ComponentNamedList, InstancePre, Lift, Lower, ResourceTable,
+    ResourceTableError, TypedFunc,
 };
 use wasmtime::{ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder, Trap, UpdateDeadline};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
@@ -51,13 +52,14 @@ use super::bindings::{
     completions_export, prompts_export, resources_export, tools_export, wit, wit_completions,
     wit_prompts, wit_resources,
 };
+use super::denied::NotGranted;
 use super::engine::{
     MAX_CORE_INSTANCES_PER_COMPONENT, MAX_MEMORIES_PER_COMPONENT, MAX_TABLES_PER_COMPONENT,
 };
 use super::error::CallError;
 use super::events::{EventSink, EventState};
 use super::http::HttpHooks;
-use super::output::OutputSize;
+use super::output::Outcome;
 use super::stderr::StderrTail;
 use crate::policy::manifest::DirMode;
 use crate::policy::{CallLimits, Policy};
@@ -231,7 +233,7 @@ impl Runtime {
                     DirMode::ReadOnly => FsPerms::ReadOnly,
                     DirMode::ReadWrite => FsPerms::ReadWrite,
                 };
-                wasi.preopened_dir(&dir.host, &dir.guest, perms)
+                wasi.preopened_dir(dir.handle_path(), &dir.guest, perms)
                     .map_err(|err| CallError::Instantiate {
                         detail: format!(
                             "cannot open granted directory {}: {err}",
@@ -252,10 +254,14 @@ impl Runtime {
             .trap_on_grow_failure(true)
             .build();
         let changes = component.map(|(component, _)| (component.clone(), self.changes.clone()));
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(self.limits.max_host_resources);
+        let mut http = WasiHttpCtx::new();
+        http.set_field_size_limit(self.limits.max_http_fields_bytes);
         let state = CallState {
             wasi,
-            table: ResourceTable::new(),
-            http: WasiHttpCtx::new(),
+            table,
+            http,
             // Listing runs under the deny-all policy: its list is empty.
             http_hooks: HttpHooks {
                 allow: policy.http.clone(),
@@ -270,6 +276,7 @@ impl Runtime {
                 deadline,
                 events,
                 self.limits.max_events_per_call,
+                policy.limits.max_output_bytes,
                 changes,
             ),
         };
@@ -310,12 +317,46 @@ impl Runtime {
         source: Arc<Path>,
         policy: Arc<Policy>,
     ) -> Result<(Listing, CheckedComponent), ListError> {
-        let lookups = Lookups::new(instance_pre).map_err(|error| ListError {
-            error: CallError::Instantiate {
-                detail: describe(&error),
-            },
-            stderr: None,
-        })?;
+        let lookups = Lookups::new(instance_pre).map_err(ListError::unusable)?;
+        let listing = self.run_listing(instance_pre, &lookups, &source).await?;
+        // Limits that span calls belong to this version of the component:
+        // made once here, kept by every relisting (see `relist_component`).
+        let slots = policy
+            .limits
+            .max_concurrent
+            .map(|n| Arc::new(Semaphore::new(n as usize)));
+        let checked = CheckedComponent {
+            instance_pre: instance_pre.clone(),
+            exports: lookups.exports(instance_pre),
+            source,
+            policy,
+            slots,
+        };
+        Ok((listing, checked))
+    }
+
+    /// Lists a loaded component again (it reported that a list changed).
+    /// The component stays the same version: its policy and the limits that
+    /// span calls (its concurrency slots) are kept.
+    pub(crate) async fn relist_component(
+        &self,
+        component: &CheckedComponent,
+    ) -> Result<Listing, ListError> {
+        let pre = &component.instance_pre;
+        let lookups = Lookups::new(pre).map_err(ListError::unusable)?;
+        self.run_listing(pre, &lookups, &component.source).await
+    }
+
+    /// Runs the list functions of every interface `instance_pre` exports in
+    /// one fresh instance, with nothing granted. `load` type-checks every
+    /// function of each interface against the world on the way, which is
+    /// what makes [`CheckedComponent`] sound.
+    async fn run_listing(
+        &self,
+        instance_pre: &InstancePre<CallState>,
+        lookups: &Lookups,
+        source: &Arc<Path>,
+    ) -> Result<Listing, ListError> {
         let deadline = Instant::now() + self.limits.call_timeout;
         let permit = self
             .permit(deadline, None)
@@ -343,8 +384,6 @@ impl Runtime {
                 .instantiate_async(&mut *store)
                 .await
                 .map_err(Failure::Start)?;
-            // `load` type-checks every function of the interface against the
-            // world, which is what makes `CheckedComponent` sound.
             let mut listing = Listing::default();
             if let Some(tools) = &lookups.tools {
                 let guest = tools.load(&mut *store, &instance).map_err(Failure::Start)?;
@@ -384,22 +423,10 @@ impl Runtime {
         })
         .await;
         let (result, stderr, _label) = self.finish(call, permit, result, |_| Ok(()));
-        let listing = result.map_err(|error| ListError {
+        result.map_err(|error| ListError {
             error,
             stderr: stderr.text(),
-        })?;
-        let slots = policy
-            .limits
-            .max_concurrent
-            .map(|n| Arc::new(Semaphore::new(n as usize)));
-        let checked = CheckedComponent {
-            instance_pre: instance_pre.clone(),
-            source,
-            exports: lookups.exports(instance_pre),
-            policy,
-            slots,
-        };
-        Ok((listing, checked))
+        })
     }
 
     /// Calls `call-tool` in a fresh instance of `component`.
@@ -479,7 +506,7 @@ impl Runtime {
     ) -> Result<O, CallError>
     where
         P: ComponentNamedList + Lower + Send + Sync,
-        O: Lift + OutputSize + Send + Sync + 'static,
+        O: Lift + Outcome + Send + Sync + 'static,
     {
         let policy = &component.policy;
         let deadline = Instant::now() + policy.limits.timeout;
@@ -513,14 +540,9 @@ impl Runtime {
             Ok(output)
         })
         .await;
-        let limit = policy.limits.max_output_bytes;
+        let limits = self.outcome_limits();
         let (result, stderr, label) = self.finish(call, permit, result, |output: &O| {
-            let size = output.output_size();
-            if size > limit {
-                Err(CallError::OutputTooLarge { size, limit })
-            } else {
-                Ok(())
-            }
+            output.counts().check(&limits)
         });
         if let Err(err) = &result {
             log_failure(&label, &component.source, err, &stderr);
@@ -550,7 +572,12 @@ impl Runtime {
                 limit: limits.timeout,
             }),
             Ok(Ok(value)) => check(&value).map(|()| value),
-            Ok(Err(failure)) => Err(classify(failure, &limits, state.limiter.memory_refused)),
+            Ok(Err(failure)) => Err(classify(
+                failure,
+                &limits,
+                state.limiter.memory_refused,
+                self.limits.max_host_resources,
+            )),
         };
         let dropped = state.events.dropped();
         if dropped > 0 {
@@ -591,7 +618,12 @@ impl Drop for QueueSlot<'_> {
 }
 
 /// Why a call failed, from wasmtime's error and what the store saw.
-fn classify(failure: Failure, limits: &CallLimits, memory_refused: bool) -> CallError {
+fn classify(
+    failure: Failure,
+    limits: &CallLimits,
+    memory_refused: bool,
+    max_host_resources: usize,
+) -> CallError {
     let (err, starting) = match failure {
         Failure::Start(err) => (err, true),
         Failure::Run(err) => (err, false),
@@ -599,6 +631,18 @@ fn classify(failure: Failure, limits: &CallLimits, memory_refused: bool) -> Call
     if err.is::<DeadlineExceeded>() {
         CallError::Timeout {
             limit: limits.timeout,
+        }
+    } else if let Some(denied) = err.downcast_ref::<NotGranted>() {
+        CallError::NotGranted {
+            import: denied.import.clone(),
+            reason: denied.reason,
+        }
+    } else if matches!(
+        err.downcast_ref::<ResourceTableError>(),
+        Some(ResourceTableError::Full)
+    ) {
+        CallError::TooManyResources {
+            limit: max_host_resources,
         }
     } else if memory_refused {
         CallError::OutOfMemory {
@@ -728,16 +772,6 @@ pub(crate) struct CheckedComponent {
 }
 
 impl CheckedComponent {
-    /// The component file.
-    pub(crate) fn source(&self) -> &Arc<Path> {
-        &self.source
-    }
-
-    /// The component's `InstancePre`, for listing it again.
-    pub(crate) fn instance_pre(&self) -> &InstancePre<CallState> {
-        &self.instance_pre
-    }
-
     /// The component's policy.
     pub(crate) fn policy(&self) -> &Arc<Policy> {
         &self.policy
@@ -797,6 +831,18 @@ pub(crate) struct ListError {
     pub(crate) error: CallError,
     /// The tail of the guest's stderr, if it wrote anything.
     pub(crate) stderr: Option<String>,
+}
+
+impl ListError {
+    /// A component whose exports cannot be used (found before it ran).
+    fn unusable(error: wasmtime::Error) -> ListError {
+        ListError {
+            error: CallError::Instantiate {
+                detail: describe(&error),
+            },
+            stderr: None,
+        }
+    }
 }
 
 /// Logs a failed call: one line with the tool (prompt, resource), the

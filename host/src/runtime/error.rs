@@ -37,17 +37,38 @@ pub enum CallError {
         /// The fuel it had.
         limit: u64,
     },
-    /// The guest returned more than the output limit allows.
-    #[error(
-        "the tool's output ({} bytes) exceeds the {} output limit",
-        size,
-        human_bytes(*limit)
-    )]
+    /// The guest's outcome, encoded for the client, is larger than its
+    /// output limit.
+    #[error("the tool's output exceeds its {} output limit", human_bytes(*limit))]
     OutputTooLarge {
-        /// Size of the output (see [`OutputSize`](super::output::OutputSize)).
-        size: usize,
         /// The output limit in bytes.
         limit: usize,
+    },
+    /// The guest's outcome holds more items of one kind than an outcome
+    /// may (see [`OutcomeLimits`](super::output::OutcomeLimits)).
+    #[error("the tool returned more than {limit} {what}")]
+    TooManyItems {
+        /// What there are too many of (`content blocks`, `input requests`).
+        what: &'static str,
+        /// How many are allowed.
+        limit: usize,
+    },
+    /// The guest tried to hold more host resources (open files, streams,
+    /// pollables, HTTP fields...) at once than an instance may.
+    #[error(
+        "the tool held more than {limit} host resources (open files, streams, HTTP requests) at once"
+    )]
+    TooManyResources {
+        /// The per-instance limit.
+        limit: usize,
+    },
+    /// The guest called an import its manifest does not grant.
+    #[error("the tool called {import}, which it is not granted: {reason}")]
+    NotGranted {
+        /// The import, as `interface#function`.
+        import: String,
+        /// What the manifest would have to grant.
+        reason: &'static str,
     },
     /// The guest trapped: a panic, `unreachable`, a stack overflow, an
     /// out-of-bounds access...
@@ -111,13 +132,10 @@ mod tests {
         );
         let oom = CallError::OutOfMemory { limit: 64 << 20 };
         assert_eq!(oom.to_string(), "the tool exceeded its 64 MiB memory limit");
-        let big = CallError::OutputTooLarge {
-            size: 2_000_000,
-            limit: 1 << 20,
-        };
+        let big = CallError::OutputTooLarge { limit: 1 << 20 };
         assert_eq!(
             big.to_string(),
-            "the tool's output (2000000 bytes) exceeds the 1 MiB output limit"
+            "the tool's output exceeds its 1 MiB output limit"
         );
         let trap = CallError::Trapped {
             detail: "unreachable".into(),

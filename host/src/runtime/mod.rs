@@ -30,6 +30,7 @@
 
 pub mod bindings;
 mod call;
+mod denied;
 pub mod engine;
 pub mod error;
 pub mod events;
@@ -43,14 +44,14 @@ use std::time::Duration;
 use anyhow::Context as _;
 use tokio::sync::Semaphore;
 use wasmtime::Engine;
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::{HasSelf, InstancePre, Linker};
 
 pub use self::bindings::{ListKind, LogLevel, wit, wit_completions, wit_prompts, wit_resources};
 pub(crate) use self::call::{CallState, CheckedComponent, ListError, Listing};
 use self::engine::{EPOCH_TICK, EpochTicker};
 pub use self::error::CallError;
 pub use self::events::{Change, EventSink, GuestEvent};
-use crate::policy::{Policy, PolicyContext, Secrets};
+use crate::policy::{Policy, PolicyContext, PolicySources};
 
 /// Limits applied to every guest call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,8 +65,9 @@ pub struct RuntimeLimits {
     /// Wall-clock time limit of one call, from the moment it is made
     /// (waiting for a free slot included). Default 10 s.
     pub call_timeout: Duration,
-    /// Largest output a call may return, in bytes (see
-    /// [`output::OutputSize`]). Default 1 MiB.
+    /// Largest reply a call may produce, encoded, in bytes (see
+    /// [`output`]); also the most bytes of log and progress messages one
+    /// call may report. Default 1 MiB.
     pub max_output_bytes: usize,
     /// Most guest calls running at once; further calls wait for a slot (up to
     /// their deadline). Default 256: guests are CPU-bound, so more than a few
@@ -86,6 +88,25 @@ pub struct RuntimeLimits {
     /// Whether the engine meters fuel, so that manifests may set a fuel
     /// limit. Off by default: metering costs every call some speed.
     pub fuel: bool,
+    /// Most host resources one instance may hold at once: open files and
+    /// directory streams, streams, pollables, HTTP header fields, requests,
+    /// responses and bodies. Creating one more fails the call. Default 256:
+    /// a tool needs a handful (an HTTP request takes about ten). Each is
+    /// bounded in bytes by wasmtime (streams buffer at most 64 KiB; header
+    /// fields see [`max_http_fields_bytes`](Self::max_http_fields_bytes)),
+    /// so the host memory one instance holds outside its own linear memory
+    /// is bounded too.
+    pub max_host_resources: usize,
+    /// Largest set of HTTP header fields (names and values) one `fields`
+    /// resource may hold, in bytes. Default 64 KiB.
+    pub max_http_fields_bytes: usize,
+    /// Most content blocks one outcome may hold (in a result, in prompt
+    /// messages, in the sampling messages of input requests), and most
+    /// contents one resource read may return. Default 1000.
+    pub max_content_blocks: usize,
+    /// Most input requests one `input_required` outcome may make.
+    /// Default 64.
+    pub max_input_requests: usize,
 }
 
 impl Default for RuntimeLimits {
@@ -98,23 +119,29 @@ impl Default for RuntimeLimits {
             max_events_per_call: 1000,
             max_queued_calls: 1024,
             fuel: false,
+            max_host_resources: 256,
+            max_http_fields_bytes: 64 << 10,
+            max_content_blocks: 1000,
+            max_input_requests: 64,
         }
     }
 }
 
-/// The shared machinery every call uses: engine, linker (WASI p2 granting
-/// nothing, plus the `airlock:mcp/host` imports), epoch ticker, and the
-/// concurrency limit.
+/// The shared machinery every call uses: engine, linkers (WASI p2 granting
+/// nothing, plus the `airlock:mcp/host` imports; and the same plus
+/// `wasi:http` for components whose manifest allows outbound HTTP), epoch
+/// ticker, and the concurrency limit.
 pub struct Runtime {
     engine: Engine,
     linker: Linker<CallState>,
+    http_linker: Linker<CallState>,
     limits: RuntimeLimits,
     permits: Semaphore,
     /// How many calls are waiting for a permit now.
     queued: std::sync::atomic::AtomicUsize,
     changes: events::ChangeSender,
     changes_receiver: std::sync::Mutex<Option<tokio::sync::mpsc::Receiver<Change>>>,
-    secrets: Secrets,
+    sources: PolicySources,
     /// What listing a component runs with: nothing granted, default limits.
     listing_policy: Policy,
     _ticker: EpochTicker,
@@ -128,11 +155,15 @@ impl Runtime {
     /// Builds the engine and linker and starts the epoch ticker thread.
     /// Does not need a tokio runtime; calls do.
     pub fn new(limits: RuntimeLimits) -> anyhow::Result<Arc<Runtime>> {
-        Runtime::with_secrets(limits, Secrets::default())
+        Runtime::with_sources(limits, PolicySources::default())
     }
 
-    /// [`Runtime::new`], with the secrets manifests may grant.
-    pub fn with_secrets(limits: RuntimeLimits, secrets: Secrets) -> anyhow::Result<Arc<Runtime>> {
+    /// [`Runtime::new`], with the secrets manifests may grant and the files
+    /// no grant may expose.
+    pub fn with_sources(
+        limits: RuntimeLimits,
+        sources: PolicySources,
+    ) -> anyhow::Result<Arc<Runtime>> {
         anyhow::ensure!(
             !limits.call_timeout.is_zero(),
             "call_timeout must be greater than zero"
@@ -147,9 +178,10 @@ impl Runtime {
         })
         .map_err(anyhow::Error::from)
         .context("failed to link the airlock:mcp/host imports")?;
-        // Outbound HTTP is linked for every component and refused by the
-        // hooks unless its manifest allows the destination.
-        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
+        // Outbound HTTP only for components whose manifest allows it; each
+        // request is then checked against the allow list by the hooks.
+        let mut http_linker = linker.clone();
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut http_linker)
             .map_err(anyhow::Error::from)
             .context("failed to link wasi:http")?;
         let ticker = EpochTicker::start(&engine, EPOCH_TICK)?;
@@ -159,12 +191,13 @@ impl Runtime {
         Ok(Arc::new(Runtime {
             engine,
             linker,
+            http_linker,
             limits,
             permits,
             queued: std::sync::atomic::AtomicUsize::new(0),
             changes,
             changes_receiver: std::sync::Mutex::new(Some(changes_receiver)),
-            secrets,
+            sources,
             listing_policy,
             _ticker: ticker,
         }))
@@ -184,7 +217,15 @@ impl Runtime {
     pub fn policy_context(&self) -> PolicyContext<'_> {
         PolicyContext {
             defaults: &self.limits,
-            secrets: &self.secrets,
+            sources: &self.sources,
+        }
+    }
+
+    /// The most items one outcome may hold.
+    pub(crate) fn outcome_limits(&self) -> output::OutcomeLimits {
+        output::OutcomeLimits {
+            content_blocks: self.limits.max_content_blocks,
+            input_requests: self.limits.max_input_requests,
         }
     }
 
@@ -198,9 +239,21 @@ impl Runtime {
             .take()
     }
 
-    /// The linker with every import a guest may use.
-    pub(crate) fn linker(&self) -> &Linker<CallState> {
-        &self.linker
+    /// Links `component` for calls under `policy`: with `wasi:http` if the
+    /// policy allows outbound HTTP; without it, any `wasi:http` import fails
+    /// the call that uses it (see [`denied`]).
+    pub(crate) fn instance_pre(
+        &self,
+        component: &wasmtime::component::Component,
+        policy: &Policy,
+    ) -> wasmtime::Result<InstancePre<CallState>> {
+        if policy.http.is_empty() {
+            let mut linker = self.linker.clone();
+            denied::deny_http(&mut linker, &self.engine, component)?;
+            linker.instantiate_pre(component)
+        } else {
+            self.http_linker.instantiate_pre(component)
+        }
     }
 }
 

@@ -1,206 +1,127 @@
-//! How big a guest's answer is, for the output-size limit.
+//! How many items a guest's outcome holds, for the per-outcome limits.
 //!
-//! The size of an outcome is the sum of the lengths of every string, byte
-//! list and JSON text in it: the payload the guest chose to produce, before
-//! any wire encoding (base64 adds a third to binary data; JSON escaping adds
-//! a little to text). Fixed-size fields (numbers, flags, enums) do not
-//! count. The guest's memory cap already bounds how much the host can be
-//! made to copy out of a guest; this limit bounds what reaches the client.
+//! What a component returns is bounded three ways:
+//!
+//! - its size in the guest: the instance's memory cap bounds what the host
+//!   copies out of it (the host's copy is at most a small multiple of it);
+//! - its item counts, checked here as soon as the call returns: content
+//!   blocks anywhere in it (a result's, prompt messages, resource contents,
+//!   the messages of sampling requests) and input requests, against
+//!   [`OutcomeLimits`];
+//! - its encoded size: the protocol layer encodes the reply into a buffer
+//!   that refuses to grow past the component's output limit, so the host
+//!   never allocates a larger reply than the limit, whatever the outcome's
+//!   shape (see `protocol::jsonrpc::encode_result_within`).
 
 use super::bindings::{wit, wit_completions, wit_prompts, wit_resources};
+use super::error::CallError;
 
-/// The payload size of a value returned by a guest.
-pub trait OutputSize {
-    /// Sum of the lengths of all strings, byte lists and JSON texts in `self`.
-    fn output_size(&self) -> usize;
+/// The most items one outcome may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutcomeLimits {
+    /// Content blocks (and resource contents), counted everywhere in the
+    /// outcome.
+    pub content_blocks: usize,
+    /// Input requests of an `input_required` outcome.
+    pub input_requests: usize,
 }
 
-fn opt_str(s: &Option<String>) -> usize {
-    s.as_ref().map_or(0, String::len)
+/// The items of one outcome.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    /// Content blocks and resource contents.
+    pub content_blocks: usize,
+    /// Input requests.
+    pub input_requests: usize,
 }
 
-fn all<T: OutputSize>(items: &[T]) -> usize {
-    items.iter().map(OutputSize::output_size).sum()
-}
-
-impl<T: OutputSize> OutputSize for Option<T> {
-    fn output_size(&self) -> usize {
-        self.as_ref().map_or(0, OutputSize::output_size)
+impl Counts {
+    /// Refuses counts over `limits`, naming what is over.
+    pub fn check(&self, limits: &OutcomeLimits) -> Result<(), CallError> {
+        if self.content_blocks > limits.content_blocks {
+            return Err(CallError::TooManyItems {
+                what: "content blocks",
+                limit: limits.content_blocks,
+            });
+        }
+        if self.input_requests > limits.input_requests {
+            return Err(CallError::TooManyItems {
+                what: "input requests",
+                limit: limits.input_requests,
+            });
+        }
+        Ok(())
     }
 }
 
-impl OutputSize for wit::CallOutcome {
-    fn output_size(&self) -> usize {
+/// A value returned by a guest whose items are counted.
+pub trait Outcome {
+    /// Adds the items of `self` to `counts`.
+    fn count(&self, counts: &mut Counts);
+
+    /// The items of `self`.
+    fn counts(&self) -> Counts {
+        let mut counts = Counts::default();
+        self.count(&mut counts);
+        counts
+    }
+}
+
+impl Outcome for wit::CallOutcome {
+    fn count(&self, counts: &mut Counts) {
         match self {
-            wit::CallOutcome::Complete(result) => result.output_size(),
-            wit::CallOutcome::InputRequired(required) => required.output_size(),
+            wit::CallOutcome::Complete(result) => counts.content_blocks += result.content.len(),
+            wit::CallOutcome::InputRequired(required) => required.count(counts),
         }
     }
 }
 
-impl OutputSize for wit::CallResult {
-    fn output_size(&self) -> usize {
-        all(&self.content) + opt_str(&self.structured_content)
-    }
-}
-
-impl OutputSize for wit::Annotations {
-    fn output_size(&self) -> usize {
-        opt_str(&self.last_modified)
-    }
-}
-
-impl OutputSize for wit::TextContent {
-    fn output_size(&self) -> usize {
-        self.text.len() + self.annotations.output_size()
-    }
-}
-
-impl OutputSize for wit::MediaContent {
-    fn output_size(&self) -> usize {
-        self.data.len() + self.mime_type.len() + self.annotations.output_size()
-    }
-}
-
-impl OutputSize for wit::ResourceLink {
-    fn output_size(&self) -> usize {
-        self.uri.len()
-            + self.name.len()
-            + opt_str(&self.title)
-            + opt_str(&self.description)
-            + opt_str(&self.mime_type)
-            + self.annotations.output_size()
-    }
-}
-
-impl OutputSize for wit::EmbeddedResource {
-    fn output_size(&self) -> usize {
-        self.contents.output_size() + self.annotations.output_size()
-    }
-}
-
-impl OutputSize for wit::ContentBlock {
-    fn output_size(&self) -> usize {
-        match self {
-            wit::ContentBlock::Text(c) => c.output_size(),
-            wit::ContentBlock::Image(c) | wit::ContentBlock::Audio(c) => c.output_size(),
-            wit::ContentBlock::ResourceLink(c) => c.output_size(),
-            wit::ContentBlock::EmbeddedResource(c) => c.output_size(),
-        }
-    }
-}
-
-impl OutputSize for wit::InputRequired {
-    fn output_size(&self) -> usize {
-        let requests: usize = self
-            .requests
-            .iter()
-            .map(|(key, request)| key.len() + request.output_size())
-            .sum();
-        requests + self.state.as_ref().map_or(0, Vec::len)
-    }
-}
-
-impl OutputSize for wit::InputRequest {
-    fn output_size(&self) -> usize {
-        match self {
-            wit::InputRequest::Elicitation(wit::ElicitationRequest::Form(form)) => {
-                form.message.len() + form.requested_schema.len()
-            }
-            wit::InputRequest::Elicitation(wit::ElicitationRequest::Url(url)) => {
-                url.message.len() + url.url.len()
-            }
-            wit::InputRequest::Sampling(sampling) => sampling.output_size(),
-            wit::InputRequest::Roots => 0,
-        }
-    }
-}
-
-impl OutputSize for wit::SamplingRequest {
-    fn output_size(&self) -> usize {
-        let hints = self.model_preferences.as_ref().map_or(0, |prefs| {
-            prefs.hints.iter().map(|hint| opt_str(&hint.name)).sum()
-        });
-        all(&self.messages)
-            + opt_str(&self.system_prompt)
-            + hints
-            + self.stop_sequences.iter().map(String::len).sum::<usize>()
-            + opt_str(&self.metadata)
-            + all(&self.tools)
-    }
-}
-
-impl OutputSize for wit::SamplingMessage {
-    fn output_size(&self) -> usize {
-        all(&self.content)
-    }
-}
-
-impl OutputSize for wit::SamplingContent {
-    fn output_size(&self) -> usize {
-        match self {
-            wit::SamplingContent::Text(c) => c.output_size(),
-            wit::SamplingContent::Image(c) | wit::SamplingContent::Audio(c) => c.output_size(),
-            wit::SamplingContent::ToolUse(u) => u.id.len() + u.name.len() + u.input.len(),
-            wit::SamplingContent::ToolResult(r) => {
-                r.tool_use_id.len() + all(&r.content) + opt_str(&r.structured_content)
+impl Outcome for wit::InputRequired {
+    fn count(&self, counts: &mut Counts) {
+        counts.input_requests += self.requests.len();
+        for (_, request) in &self.requests {
+            if let wit::InputRequest::Sampling(sampling) = request {
+                for message in &sampling.messages {
+                    counts.content_blocks += message.content.len();
+                    for content in &message.content {
+                        if let wit::SamplingContent::ToolResult(result) = content {
+                            counts.content_blocks += result.content.len();
+                        }
+                    }
+                }
             }
         }
     }
 }
 
-impl OutputSize for wit::Tool {
-    fn output_size(&self) -> usize {
-        self.name.len()
-            + opt_str(&self.title)
-            + self.description.len()
-            + self.input_schema.len()
-            + opt_str(&self.output_schema)
-            + self.annotations.as_ref().map_or(0, |a| opt_str(&a.title))
-    }
-}
-
-impl OutputSize for wit_prompts::PromptOutcome {
-    fn output_size(&self) -> usize {
+impl Outcome for wit_prompts::PromptOutcome {
+    fn count(&self, counts: &mut Counts) {
         match self {
             wit_prompts::PromptOutcome::Complete(result) => {
-                opt_str(&result.description)
-                    + result
-                        .messages
-                        .iter()
-                        .map(|m| m.content.output_size())
-                        .sum::<usize>()
+                counts.content_blocks += result.messages.len();
             }
-            wit_prompts::PromptOutcome::InputRequired(required) => required.output_size(),
-            wit_prompts::PromptOutcome::InvalidArguments(message) => message.len(),
+            wit_prompts::PromptOutcome::InputRequired(required) => required.count(counts),
+            wit_prompts::PromptOutcome::InvalidArguments(_) => {}
         }
     }
 }
 
-impl OutputSize for wit::ResourceContents {
-    fn output_size(&self) -> usize {
-        let body = match &self.body {
-            wit::ResourceBody::Text(text) => text.len(),
-            wit::ResourceBody::Blob(blob) => blob.len(),
-        };
-        self.uri.len() + opt_str(&self.mime_type) + body
-    }
-}
-
-impl OutputSize for wit_resources::ReadOutcome {
-    fn output_size(&self) -> usize {
+impl Outcome for wit_resources::ReadOutcome {
+    fn count(&self, counts: &mut Counts) {
         match self {
-            wit_resources::ReadOutcome::Complete(contents) => all(contents),
-            wit_resources::ReadOutcome::InputRequired(required) => required.output_size(),
-            wit_resources::ReadOutcome::NotFound => 0,
+            wit_resources::ReadOutcome::Complete(contents) => {
+                counts.content_blocks += contents.len();
+            }
+            wit_resources::ReadOutcome::InputRequired(required) => required.count(counts),
+            wit_resources::ReadOutcome::NotFound => {}
         }
     }
 }
 
-impl OutputSize for wit_completions::Completion {
-    fn output_size(&self) -> usize {
-        self.values.iter().map(String::len).sum()
-    }
+impl Outcome for wit_completions::Completion {
+    /// Completions carry no content: the wire keeps at most 100 values
+    /// and the encoded size is bounded like any other reply.
+    fn count(&self, _counts: &mut Counts) {}
 }
 
 #[cfg(test)]
@@ -214,36 +135,89 @@ mod tests {
         })
     }
 
+    fn sampling(blocks: usize) -> wit::InputRequest {
+        wit::InputRequest::Sampling(wit::SamplingRequest {
+            messages: vec![wit::SamplingMessage {
+                role: wit::Role::User,
+                content: (0..blocks)
+                    .map(|_| {
+                        wit::SamplingContent::Text(wit::TextContent {
+                            text: String::new(),
+                            annotations: None,
+                        })
+                    })
+                    .collect(),
+            }],
+            model_preferences: None,
+            system_prompt: None,
+            include_context: None,
+            temperature: None,
+            max_tokens: 1,
+            stop_sequences: Vec::new(),
+            metadata: None,
+            tools: Vec::new(),
+            tool_choice: None,
+        })
+    }
+
     #[test]
-    fn counts_strings_bytes_and_json() {
-        let outcome = wit::CallOutcome::Complete(wit::CallResult {
-            content: vec![
-                text("hello"),
-                wit::ContentBlock::Image(wit::MediaContent {
-                    data: vec![0; 100],
-                    mime_type: "image/png".into(),
-                    annotations: Some(wit::Annotations {
-                        audience: vec![wit::Role::User],
-                        priority: Some(1.0),
-                        last_modified: Some("2026".into()),
-                    }),
-                }),
-            ],
-            structured_content: Some("{\"a\":1}".into()),
+    fn every_block_and_request_counts() {
+        let complete = wit::CallOutcome::Complete(wit::CallResult {
+            content: vec![text(""), text("a"), text("")],
+            structured_content: None,
             is_error: false,
         });
-        assert_eq!(outcome.output_size(), 5 + 100 + 9 + 4 + 7);
-
+        assert_eq!(
+            complete.counts(),
+            Counts {
+                content_blocks: 3,
+                input_requests: 0
+            }
+        );
         let required = wit::CallOutcome::InputRequired(wit::InputRequired {
-            requests: vec![(
-                "key".into(),
-                wit::InputRequest::Elicitation(wit::ElicitationRequest::Url(wit::UrlElicitation {
-                    message: "go".into(),
-                    url: "https://x".into(),
-                })),
-            )],
-            state: Some(vec![1, 2, 3]),
+            requests: vec![
+                ("a".into(), wit::InputRequest::Roots),
+                ("b".into(), sampling(5)),
+            ],
+            state: None,
         });
-        assert_eq!(required.output_size(), 3 + 2 + 9 + 3);
+        assert_eq!(
+            required.counts(),
+            Counts {
+                content_blocks: 5,
+                input_requests: 2
+            }
+        );
+    }
+
+    #[test]
+    fn counts_over_the_limits_are_named() {
+        let limits = OutcomeLimits {
+            content_blocks: 2,
+            input_requests: 1,
+        };
+        let blocks = Counts {
+            content_blocks: 3,
+            input_requests: 0,
+        };
+        let requests = Counts {
+            content_blocks: 0,
+            input_requests: 2,
+        };
+        assert!(
+            blocks
+                .check(&limits)
+                .unwrap_err()
+                .to_string()
+                .contains("content blocks")
+        );
+        assert!(
+            requests
+                .check(&limits)
+                .unwrap_err()
+                .to_string()
+                .contains("input requests")
+        );
+        assert!(Counts::default().check(&limits).is_ok());
     }
 }

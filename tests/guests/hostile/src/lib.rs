@@ -7,6 +7,13 @@
 //! - Exhaustion: `spin` (CPU), `alloc` (memory), `recurse` (stack),
 //!   `huge_output` (output), `malformed` (results the host must refuse),
 //!   `sleep` (wall-clock time without CPU).
+//! - Host resources: `hoard` (pollables, HTTP header fields or open files,
+//!   kept until the call ends).
+//! - Output shapes that are small in the guest and large on the wire:
+//!   `wide_output` (tools), the prompt `wide_prompt`, the resource template
+//!   `wide://{count}` and completions of `wide_prompt`'s argument.
+//! - Grants: `swap` renames a directory away and leaves a symbolic link in
+//!   its place, for a later call (or another component) to follow.
 //!
 //! Escape tools report what happened as plain text and never set
 //! `isError` themselves: `ok: …` when the operation succeeded,
@@ -17,10 +24,17 @@ use std::hint::black_box;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use airlock_guest::types::{ElicitationRequest, FormElicitation, InputRequest};
-use airlock_guest::{Call, CallResult, Error, InputRequired, Outcome, Tool, Tools, json};
+use airlock_guest::types::{
+    Annotations, ContentBlock, ElicitationRequest, FormElicitation, InputRequest, Role, TextContent,
+};
+use airlock_guest::{
+    Call, CallResult, Completion, CompletionRequest, Completions, Error, InputRequired, Outcome,
+    Prompt, PromptOutcome, PromptRequest, PromptResult, Prompts, ReadOutcome, ResourceContents,
+    ResourceRead, ResourceTemplate, Resources, Tool, Tools, json,
+};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use wasip2::filesystem::preopens::get_directories;
 use wasip2::http::outgoing_handler;
 use wasip2::http::types::{ErrorCode, Fields, Method, OutgoingRequest, Scheme};
 
@@ -135,6 +149,40 @@ impl Tools for Hostile {
                 json!({ "ms": count }),
                 &["ms"],
             ),
+            tool(
+                "hoard",
+                "Creates `count` host resources of `kind` and keeps them until the call ends: \
+                 `pollables` (clock timers), `fields` (HTTP header fields of `kib` KiB each) or \
+                 `files` (the file at `path`, opened again and again).",
+                json!({
+                    "kind": { "type": "string", "enum": ["pollables", "fields", "files"] },
+                    "count": count,
+                    "kib": count,
+                    "path": string
+                }),
+                &["kind", "count"],
+            ),
+            tool(
+                "wide_output",
+                "Returns `count` items of `shape`: `audience` (one text block whose audience \
+                 lists `count` roles), `empty_blocks`, `blocks` (of one character), `roots` \
+                 (roots requests) or `forms` (form elicitations).",
+                json!({
+                    "shape": {
+                        "type": "string",
+                        "enum": ["audience", "empty_blocks", "blocks", "roots", "forms"]
+                    },
+                    "count": count
+                }),
+                &["shape", "count"],
+            ),
+            tool(
+                "swap",
+                "Renames the directory `path` to `path.moved` and puts a symbolic link to \
+                 `target` in its place.",
+                json!({ "path": string, "target": string }),
+                &["path", "target"],
+            ),
         ]
     }
 
@@ -154,6 +202,9 @@ impl Tools for Hostile {
             "huge_output" => huge_output(&call),
             "malformed" => return malformed(&call).into(),
             "sleep" => sleep(&call),
+            "hoard" => hoard(&call),
+            "wide_output" => return wide_output(&call).unwrap_or_else(Outcome::from),
+            "swap" => swap(&call),
             other => return Outcome::unknown_tool(other),
         };
         match result {
@@ -163,7 +214,61 @@ impl Tools for Hostile {
     }
 }
 
-airlock_guest::export!(Hostile);
+/// `wide_prompt {count}`: `count` messages.
+impl Prompts for Hostile {
+    fn list() -> Vec<Prompt> {
+        vec![
+            Prompt::new("wide_prompt", "Renders `count` one-character messages.")
+                .required_argument("count", "How many messages"),
+        ]
+    }
+
+    fn get(request: PromptRequest) -> PromptOutcome {
+        let count = request
+            .argument("count")
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or(0);
+        (0..count)
+            .fold(PromptResult::new(), |result, _| result.user("x"))
+            .into()
+    }
+}
+
+/// `wide://{count}`: `count` text contents.
+impl Resources for Hostile {
+    fn templates() -> Vec<ResourceTemplate> {
+        vec![ResourceTemplate::new("wide://{count}", "wide").description("`count` contents")]
+    }
+
+    fn read(read: ResourceRead) -> ReadOutcome {
+        let count = read
+            .variable("count")
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or(0);
+        let uri = read.uri().to_owned();
+        ReadOutcome::Complete(
+            (0..count)
+                .map(|_| ResourceContents::text(uri.clone(), "x"))
+                .collect(),
+        )
+    }
+}
+
+/// Completions of `wide_prompt`'s `count`: 100 values of as many bytes as
+/// the typed value says.
+impl Completions for Hostile {
+    fn complete(request: CompletionRequest) -> Completion {
+        let bytes = request.value().parse::<usize>().unwrap_or(0);
+        Completion::new((0..100).map(|_| "x".repeat(bytes)))
+    }
+}
+
+airlock_guest::export! {
+    tools: Hostile,
+    prompts: Hostile,
+    resources: Hostile,
+    completions: Hostile,
+}
 
 /// The arguments of `call`; bad arguments are an `isError` result.
 fn args<T: DeserializeOwned>(call: &Call) -> Result<T, Error> {
@@ -439,4 +544,145 @@ fn sleep(call: &Call) -> Result<String, Error> {
     let Sleep { ms } = args(call)?;
     std::thread::sleep(Duration::from_millis(ms));
     Ok(format!("ok: slept {ms}"))
+}
+
+#[derive(Deserialize)]
+struct Hoard {
+    kind: String,
+    count: usize,
+    kib: Option<usize>,
+    path: Option<String>,
+}
+
+fn hoard(call: &Call) -> Result<String, Error> {
+    let Hoard {
+        kind,
+        count,
+        kib,
+        path,
+    } = args(call)?;
+    let held = match kind.as_str() {
+        "pollables" => (0..count)
+            .map(|_| wasip2::clocks::monotonic_clock::subscribe_duration(1_000_000_000))
+            .collect::<Vec<_>>()
+            .len(),
+        "fields" => {
+            let value = vec![b'a'; kib.unwrap_or(1) << 10];
+            let mut held = Vec::with_capacity(count);
+            for _ in 0..count {
+                let fields = Fields::new();
+                if let Err(error) = fields.append("x-hoard", &value) {
+                    return Ok(format!("error: append refused: {error:?}"));
+                }
+                held.push(fields);
+            }
+            held.len()
+        }
+        "files" => {
+            let path = path.unwrap_or_default();
+            let mut held = Vec::with_capacity(count);
+            for _ in 0..count {
+                match std::fs::File::open(&path) {
+                    Ok(file) => held.push(file),
+                    Err(error) => return Ok(format!("error: {error}")),
+                }
+            }
+            held.len()
+        }
+        other => return Err(Error::new(format!("unknown kind `{other}`"))),
+    };
+    Ok(format!("ok: held {held} {kind}"))
+}
+
+#[derive(Deserialize)]
+struct Wide {
+    shape: String,
+    count: usize,
+}
+
+fn wide_output(call: &Call) -> Result<Outcome, Error> {
+    let Wide { shape, count } = args(call)?;
+    let text = |text: &str, annotations: Option<Annotations>| {
+        ContentBlock::Text(TextContent {
+            text: text.to_owned(),
+            annotations,
+        })
+    };
+    Ok(match shape.as_str() {
+        "audience" => {
+            let audience = (0..count)
+                .map(|i| {
+                    if i % 2 == 0 {
+                        Role::User
+                    } else {
+                        Role::Assistant
+                    }
+                })
+                .collect();
+            let annotations = Annotations {
+                audience,
+                priority: None,
+                last_modified: None,
+            };
+            CallResult::new()
+                .with_content(text("annotated", Some(annotations)))
+                .into()
+        }
+        "empty_blocks" | "blocks" => {
+            let body = if shape == "blocks" { "x" } else { "" };
+            (0..count)
+                .fold(CallResult::new(), |result, _| {
+                    result.with_content(text(body, None))
+                })
+                .into()
+        }
+        "roots" => (0..count)
+            .fold(InputRequired::new(), |required, i| {
+                required.list_roots(format!("r{i}"))
+            })
+            .into(),
+        "forms" => (0..count)
+            .fold(InputRequired::new(), |required, i| {
+                required.request(
+                    format!("f{i}"),
+                    InputRequest::Elicitation(ElicitationRequest::Form(FormElicitation {
+                        message: String::new(),
+                        requested_schema: "{\"type\":\"object\",\"properties\":{}}".to_owned(),
+                    })),
+                )
+            })
+            .into(),
+        other => return Err(Error::new(format!("unknown shape `{other}`"))),
+    })
+}
+
+#[derive(Deserialize)]
+struct Swap {
+    path: String,
+    target: String,
+}
+
+fn swap(call: &Call) -> Result<String, Error> {
+    let Swap { path, target } = args(call)?;
+    let moved = format!("{path}.moved");
+    let swapped = std::fs::rename(&path, &moved).and_then(|()| symlink(&target, &path));
+    Ok(report(swapped, |()| {
+        format!("{path} now links to {target}")
+    }))
+}
+
+/// Creates a symbolic link at guest path `link` pointing at `target` (std
+/// has no stable way to on WASI 0.2): through the granted directory that
+/// holds `link`.
+fn symlink(target: &str, link: &str) -> std::io::Result<()> {
+    let (dir, relative) = get_directories()
+        .into_iter()
+        .find_map(|(dir, guest)| {
+            let relative = link.strip_prefix(guest.trim_end_matches('/'))?;
+            let relative = relative.strip_prefix('/')?.to_owned();
+            Some((dir, relative))
+        })
+        .ok_or_else(|| std::io::Error::other(format!("{link} is in no granted directory")))?;
+    dir.symlink_at(target, &relative)
+        .map_err(|code| std::io::Error::other(format!("{code:?}")))
 }
