@@ -201,6 +201,41 @@ fn protected_paths(options: &ServeOptions, cache_dir: Option<&std::path::Path>) 
     secret_files.fold(protected, |protected, file| protected.no_access(file))
 }
 
+/// Descriptors kept for Airlock itself (connections, the tools directory,
+/// the cache) beyond what guests may hold.
+const OWN_DESCRIPTORS: u64 = 4096;
+
+/// Raises the open-file limit to its maximum, and warns when guests could
+/// still use up the descriptors the server needs: every instance may hold
+/// `--max-host-resources` resources, and files and outbound connections
+/// among them are descriptors.
+fn raise_open_file_limit(limits: &crate::runtime::RuntimeLimits) {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let raised = match (limit.current, limit.maximum) {
+        (Some(current), maximum) if maximum.is_none_or(|max| max > current) => {
+            let wanted = Rlimit {
+                current: maximum,
+                maximum,
+            };
+            setrlimit(Resource::Nofile, wanted).map_or(Some(current), |()| maximum)
+        }
+        (current, _) => current,
+    };
+    let guests =
+        (limits.max_host_resources as u64).saturating_mul(limits.max_concurrent_calls as u64);
+    if let Some(available) = raised
+        && available < guests.saturating_add(OWN_DESCRIPTORS)
+    {
+        tracing::warn!(
+            open_file_limit = available,
+            "guests may hold up to {guests} descriptors (--max-host-resources x --max-concurrent-calls), \
+             more than the open-file limit leaves beside Airlock's own {OWN_DESCRIPTORS}: raise the limit \
+             (ulimit -n, LimitNOFILE) or lower those options, or guests can starve new connections"
+        );
+    }
+}
+
 /// Where the state keys come from; without any, a random per-process key.
 fn load_keys(options: &ServeOptions) -> anyhow::Result<KeyRing> {
     if let Some(path) = &options.state_keys_file {
@@ -273,6 +308,7 @@ pub async fn run(options: ServeOptions) -> anyhow::Result<()> {
         usize::try_from(options.max_concurrent_calls).unwrap_or(usize::MAX),
         protected_paths(&options, cache_dir.as_deref()),
     )?;
+    raise_open_file_limit(runtime.limits());
     let registry = Registry::load(&runtime, &options.tools, cache_dir.as_deref()).await?;
     if registry.tools().is_empty()
         && registry.prompts().is_empty()
