@@ -138,25 +138,20 @@ pub(crate) struct Page<'a> {
     pub(crate) next_cursor: Option<String>,
 }
 
-/// A cacheable list result: `{resultType, <field>: [...], nextCursor?,
-/// ttlMs, cacheScope}`.
+/// A list result's own members: `{<field>: [...], nextCursor?}` (the
+/// server marks it cacheable by everyone).
 pub(crate) struct ListResult<'a> {
     pub(crate) field: &'static str,
     pub(crate) page: Page<'a>,
-    pub(crate) ttl_ms: u64,
 }
 
 impl Serialize for ListResult<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("resultType", "complete")?;
         map.serialize_entry(self.field, self.page.items)?;
         if let Some(cursor) = &self.page.next_cursor {
             map.serialize_entry("nextCursor", cursor)?;
         }
-        map.serialize_entry("ttlMs", &self.ttl_ms)?;
-        // Lists are the same for every caller.
-        map.serialize_entry("cacheScope", "public")?;
         map.end()
     }
 }

@@ -7,9 +7,10 @@
 
 use serde_json::{Map, Value};
 
+use super::answer::{Answer, Complete};
 use super::catalog::Catalog;
-use super::dispatch::{Reply, Server};
-use super::jsonrpc::{Request, RpcError};
+use super::dispatch::Server;
+use super::jsonrpc::{self, Request, RpcError};
 use super::wire;
 use crate::runtime::wit_completions::{self, CompletionTarget};
 
@@ -19,7 +20,7 @@ impl Server {
         &self,
         request: &Request,
         catalog: &Catalog,
-    ) -> Result<Reply, RpcError> {
+    ) -> Result<Answer, RpcError> {
         let params = &request.params;
         let target = parse_ref(params.get("ref"))?;
         let argument = params
@@ -56,7 +57,7 @@ impl Server {
                     Some(template) => template.item().variables().any(|v| v == argument_name),
                     // A listed resource has nothing to complete.
                     None if registry.resolve_resource(uri).is_some() => {
-                        return Ok(self.reply(&request.id, wire::complete_result(&empty)));
+                        return Ok(Answer::complete(&wire::complete_result(&empty)));
                     }
                     None => {
                         return Err(RpcError::invalid_params(format!(
@@ -85,19 +86,18 @@ impl Server {
             context,
         };
         match component.complete(&self.runtime, &completion_request).await {
-            None => Ok(self.reply(&request.id, wire::complete_result(&empty))),
-            Some(Ok(completion)) => self
-                .reply_within(
-                    &request.id,
-                    wire::complete_result(&completion),
-                    component.max_output_bytes(),
-                )
-                .map_err(|error| {
-                    RpcError::internal(format!(
-                        "Completing {} failed: {error}",
-                        describe(&completion_request.target)
-                    ))
-                }),
+            None => Ok(Answer::complete(&wire::complete_result(&empty))),
+            Some(Ok(completion)) => jsonrpc::encode_within(
+                &wire::complete_result(&completion),
+                component.max_output_bytes(),
+            )
+            .map(|members| Answer::Complete(Complete::new(members)))
+            .map_err(|error| {
+                RpcError::internal(format!(
+                    "Completing {} failed: {error}",
+                    describe(&completion_request.target)
+                ))
+            }),
             Some(Err(error)) => {
                 tracing::warn!(file = %component.source().display(), %error, "completion failed");
                 Err(RpcError::internal(format!(

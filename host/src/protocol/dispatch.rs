@@ -13,13 +13,17 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
+use super::answer::Answer;
 use super::catalog::{Catalog, ListResult, Pages};
 use super::envelope::{self, MirroredHeaders, PROTOCOL_VERSION, SUPPORTED_VERSIONS};
 use super::jsonrpc::{self, Request, RpcError};
 use super::legacy::BridgeSettings;
+use super::prompts::PromptGet;
+use super::resources::ResourceRead;
 use super::subscriptions::{ServerChange, Subscriptions};
+use super::tools::ToolCall;
 use crate::registry::Registry;
-use crate::runtime::{CallError, Runtime};
+use crate::runtime::Runtime;
 use crate::state::StateSealer;
 
 /// Channel for the notifications of one request (encoded JSON-RPC messages),
@@ -94,22 +98,6 @@ pub struct Server {
     /// Set to `true` once, when the server shuts down (ends listen streams).
     pub(super) shutdown: tokio::sync::watch::Sender<bool>,
     server_info: Box<RawValue>,
-}
-
-/// `_meta` of every result: who answered.
-#[derive(Serialize)]
-pub(super) struct ResultMeta<'a> {
-    #[serde(rename = "io.modelcontextprotocol/serverInfo")]
-    server_info: &'a RawValue,
-}
-
-/// A result with Airlock's `_meta` added.
-#[derive(Serialize)]
-pub(super) struct WithMeta<'a, R> {
-    #[serde(flatten)]
-    pub(super) result: R,
-    #[serde(rename = "_meta")]
-    pub(super) meta: ResultMeta<'a>,
 }
 
 impl Server {
@@ -216,64 +204,33 @@ impl Server {
         })
     }
 
-    pub(super) fn meta(&self) -> ResultMeta<'_> {
-        ResultMeta {
-            server_info: &self.server_info,
-        }
-    }
-
-    /// Encodes a result with `_meta`.
-    pub(super) fn reply(&self, id: &Value, result: impl Serialize) -> Reply {
-        Reply {
-            body: jsonrpc::encode_result(
-                id,
-                &WithMeta {
-                    result,
-                    meta: self.meta(),
-                },
-            ),
-            http_status: 200,
-        }
-    }
-
-    /// Encodes a component's result with `_meta`, unless the encoding passes
-    /// `limit` bytes (the component's output limit): then nothing larger
-    /// than the limit was allocated, and the component's call failed.
-    pub(super) fn reply_within(
-        &self,
-        id: &Value,
-        result: impl Serialize,
-        limit: usize,
-    ) -> Result<Reply, CallError> {
-        let with_meta = WithMeta {
-            result,
-            meta: self.meta(),
-        };
-        match jsonrpc::encode_result_within(id, &with_meta, limit) {
-            Ok(body) => Ok(Reply {
-                body,
-                http_status: 200,
-            }),
-            Err(jsonrpc::TooLarge { limit }) => Err(CallError::OutputTooLarge { limit }),
-        }
-    }
-
-    /// Answers one request. Notifications produced while it runs (progress,
-    /// log messages) go to `notifier`, in order, before the reply.
+    /// Answers one request in the 2026-07-28 shape. Notifications produced
+    /// while it runs (progress, log messages) go to `notifier`, in order,
+    /// before the reply.
     pub async fn handle(
         &self,
         request: &Request,
         context: RequestContext<'_>,
         notifier: Option<&Notifier>,
     ) -> Reply {
+        self.answer(request, context, notifier)
+            .await
+            .encode(&request.id, &self.server_info)
+    }
+
+    /// Answers one request, typed: the entry point of the 2026-07-28
+    /// pipeline for anything that puts the answer on the wire itself.
+    pub async fn answer(
+        &self,
+        request: &Request,
+        context: RequestContext<'_>,
+        notifier: Option<&Notifier>,
+    ) -> Answer {
         match self.route(request, context, notifier).await {
-            Ok(reply) => reply,
+            Ok(answer) => answer,
             Err(error) => {
                 tracing::debug!(method = %request.method, code = error.code, message = %error.message, "request failed");
-                Reply {
-                    body: jsonrpc::encode_error(Some(&request.id), &error),
-                    http_status: error.http_status,
-                }
+                Answer::Error(error)
             }
         }
     }
@@ -283,21 +240,21 @@ impl Server {
         request: &Request,
         context: RequestContext<'_>,
         notifier: Option<&Notifier>,
-    ) -> Result<Reply, RpcError> {
+    ) -> Result<Answer, RpcError> {
         let meta =
             envelope::check_envelope(&request.method, &request.params, context.headers.as_ref())?;
         let catalog = self.catalog();
         let catalog = &*catalog;
         match request.method.as_str() {
-            "server/discover" => Ok(self.reply(&request.id, self.discover())),
+            "server/discover" => Ok(self.discover()),
             "tools/list" => self.list(request, &catalog.tools, "tools"),
             "tools/call" => {
-                self.call_tool(request, catalog, &meta, context, notifier)
+                self.run_round::<ToolCall>(request, catalog, &meta, context, notifier)
                     .await
             }
             "prompts/list" => self.list(request, &catalog.prompts, "prompts"),
             "prompts/get" => {
-                self.get_prompt(request, catalog, &meta, context, notifier)
+                self.run_round::<PromptGet>(request, catalog, &meta, context, notifier)
                     .await
             }
             "resources/list" => self.list(request, &catalog.resources, "resources"),
@@ -305,7 +262,7 @@ impl Server {
                 self.list(request, &catalog.templates, "resourceTemplates")
             }
             "resources/read" => {
-                self.read_resource(request, catalog, &meta, context, notifier)
+                self.run_round::<ResourceRead>(request, catalog, &meta, context, notifier)
                     .await
             }
             "completion/complete" => self.complete(request, catalog).await,
@@ -316,44 +273,34 @@ impl Server {
 
     /// `tools/list`, `prompts/list`, `resources/list` and
     /// `resources/templates/list`: the page of `pages` the request's cursor
-    /// names, as `{field: [...]}`.
+    /// names, as `{field: [...]}`, the same for every caller.
     fn list(
         &self,
         request: &Request,
         pages: &Pages,
         field: &'static str,
-    ) -> Result<Reply, RpcError> {
+    ) -> Result<Answer, RpcError> {
         let page = pages.page(request.params.get("cursor"))?;
-        Ok(self.reply(
-            &request.id,
-            ListResult {
-                field,
-                page,
-                ttl_ms: self.settings.list_ttl_ms,
-            },
-        ))
+        Ok(Answer::complete(&ListResult { field, page })
+            .cached(self.settings.list_ttl_ms, "public"))
     }
 
-    fn discover(&self) -> impl Serialize + '_ {
+    /// `server/discover`: the versions and capabilities of this server.
+    fn discover(&self) -> Answer {
         #[derive(Serialize)]
         #[serde(rename_all = "camelCase")]
         struct Discover<'a> {
-            result_type: &'static str,
             supported_versions: &'static [&'static str],
             capabilities: Value,
             #[serde(skip_serializing_if = "Option::is_none")]
             instructions: Option<&'a str>,
-            ttl_ms: u64,
-            cache_scope: &'static str,
         }
-        Discover {
-            result_type: "complete",
+        let discover = Discover {
             supported_versions: SUPPORTED_VERSIONS,
             capabilities: self.capabilities(),
             instructions: self.settings.instructions.as_deref(),
-            ttl_ms: self.settings.list_ttl_ms,
-            cache_scope: "public",
-        }
+        };
+        Answer::complete(&discover).cached(self.settings.list_ttl_ms, "public")
     }
 }
 

@@ -265,36 +265,32 @@ pub fn encode_result(id: &Value, result: &impl Serialize) -> Vec<u8> {
     .unwrap_or_else(|e| encoding_failed(id, &e))
 }
 
-/// A reply whose encoding passed its limit; nothing past the limit was
-/// allocated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the encoded reply is larger than {limit} bytes")]
-pub struct TooLarge {
-    /// The limit, in bytes.
-    pub limit: usize,
+/// Why a value was not encoded within a limit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EncodeError {
+    /// The encoding passed the limit; nothing past it was allocated.
+    #[error("the encoded reply is larger than {limit} bytes")]
+    TooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// The value cannot be encoded at all.
+    #[error("cannot encode the result: {0}")]
+    Invalid(String),
 }
 
-/// [`encode_result`], but stops as soon as the encoding passes `limit`
-/// bytes: the buffer never grows past the limit, whatever `result` holds.
-pub fn encode_result_within(
-    id: &Value,
-    result: &impl Serialize,
-    limit: usize,
-) -> Result<Vec<u8>, TooLarge> {
+/// `value` as JSON text, stopping as soon as the encoding passes `limit`
+/// bytes: the buffer never grows past the limit, whatever `value` holds.
+pub fn encode_within(value: &impl Serialize, limit: usize) -> Result<String, EncodeError> {
     let mut out = Capped {
         bytes: Vec::new(),
         limit,
         overflowed: false,
     };
-    let success = Success {
-        jsonrpc: "2.0",
-        id,
-        result,
-    };
-    match serde_json::to_writer(&mut out, &success) {
-        Ok(()) => Ok(out.bytes),
-        Err(_) if out.overflowed => Err(TooLarge { limit }),
-        Err(e) => Ok(encoding_failed(id, &e)),
+    match serde_json::to_writer(&mut out, value) {
+        Ok(()) => String::from_utf8(out.bytes).map_err(|e| EncodeError::Invalid(e.to_string())),
+        Err(_) if out.overflowed => Err(EncodeError::TooLarge { limit }),
+        Err(e) => Err(EncodeError::Invalid(e.to_string())),
     }
 }
 
@@ -372,22 +368,30 @@ pub fn encode_notification(method: &str, params: &impl Serialize) -> Vec<u8> {
     .expect("notification params always serialize")
 }
 
-/// Serializes a request of the server to the client (legacy sessions only).
-pub fn encode_request(id: u64, method: &str, params: &impl Serialize) -> Vec<u8> {
-    #[derive(Serialize)]
-    struct Call<'a, P> {
-        jsonrpc: &'static str,
-        id: u64,
-        method: &'a str,
-        params: &'a P,
-    }
-    serde_json::to_vec(&Call {
-        jsonrpc: "2.0",
-        id,
-        method,
-        params,
-    })
-    .expect("request params always serialize")
+/// A success response whose result is already encoded (a JSON value),
+/// copied as it is.
+pub fn encode_raw_result(id: &Value, result: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(result.len() + 48);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    serde_json::to_writer(&mut out, id).expect("an id always encodes");
+    out.extend_from_slice(b",\"result\":");
+    out.extend_from_slice(result.as_bytes());
+    out.push(b'}');
+    out
+}
+
+/// A request of the server to the client (legacy sessions only) whose
+/// params are already encoded (a JSON object), copied as they are.
+pub fn encode_raw_request(id: u64, method: &str, params: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(params.len() + method.len() + 48);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.extend_from_slice(id.to_string().as_bytes());
+    out.extend_from_slice(b",\"method\":");
+    serde_json::to_writer(&mut out, method).expect("a string always encodes");
+    out.extend_from_slice(b",\"params\":");
+    out.extend_from_slice(params.as_bytes());
+    out.push(b'}');
+    out
 }
 
 #[cfg(test)]
@@ -396,16 +400,12 @@ mod tests {
 
     #[test]
     fn encoding_within_a_limit_stops_at_the_limit() {
-        let id = serde_json::json!(1);
-        let result = serde_json::json!({"text": "x".repeat(1000)});
-        let whole = encode_result(&id, &result);
+        let value = serde_json::json!({"text": "x".repeat(1000)});
+        let whole = serde_json::to_string(&value).unwrap();
+        assert_eq!(encode_within(&value, whole.len()).unwrap(), whole);
         assert_eq!(
-            encode_result_within(&id, &result, whole.len()).unwrap(),
-            whole
-        );
-        assert_eq!(
-            encode_result_within(&id, &result, whole.len() - 1),
-            Err(TooLarge {
+            encode_within(&value, whole.len() - 1),
+            Err(EncodeError::TooLarge {
                 limit: whole.len() - 1
             })
         );

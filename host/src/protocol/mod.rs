@@ -3,6 +3,7 @@
 //! completions, subscriptions). Transport-agnostic: the HTTP
 //! and stdio transports decode messages and hand requests to [`Server`].
 
+pub mod answer;
 mod catalog;
 mod completion;
 mod dispatch;
@@ -17,4 +18,5 @@ pub mod subscriptions;
 mod tools;
 pub(crate) mod wire;
 
+pub use answer::Answer;
 pub use dispatch::{Notifier, ProtocolSettings, Reply, RequestContext, Server};

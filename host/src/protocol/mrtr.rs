@@ -1,5 +1,6 @@
-//! Multi Round-Trip Requests (SEP-2322), shared by `tools/call`,
-//! `prompts/get` and `resources/read`.
+//! Multi Round-Trip Requests (SEP-2322): the one round engine of
+//! `tools/call`, `prompts/get` and `resources/read` ([`Server::run_round`];
+//! each method is a [`RoundMethod`]).
 //!
 //! A round starts from the request alone: the client's `inputResponses`,
 //! and the sealed `requestState` opened against this caller and this very
@@ -11,23 +12,31 @@
 //! round, and a component replaced between two rounds serves the next one
 //! with the same state (the state is bound to the name, not to a build).
 //!
+//! The state is bound ([`Binding`]) to the caller, the method, the name or
+//! URI and the arguments, made here once per round, and only when a state is
+//! opened or sealed. What a component returns is bounded as it is encoded:
+//! a result, and the input requests of one round together, never exceed the
+//! component's output limit.
+//!
 //! While a component runs, its `progress` and `log` reports become
 //! notifications on the request's stream when the client asked for them.
 
 use std::future::Future;
+use std::sync::OnceLock;
 
 use serde::Serialize;
-use serde::ser::SerializeMap;
 use serde_json::{Map, Value, json};
 
-use super::dispatch::{Notifier, Server};
-use super::envelope::{self, ClientCapabilities, LogLevel, RequestMeta};
-use super::jsonrpc::{self, RpcError};
+use super::answer::{Answer, Complete, InputRequest, InputRequired};
+use super::catalog::Catalog;
+use super::dispatch::{Notifier, RequestContext, Server, required_str};
+use super::envelope::{self, ClientCapabilities, LogLevel, MirroredHeaders, RequestMeta};
+use super::jsonrpc::{self, EncodeError, Request, RpcError};
 use super::wire;
-use crate::runtime::{self, CallError, EventSink, GuestEvent, wit};
+use crate::runtime::{self, CallError, EventSink, GuestEvent, Runtime, wit};
 use crate::state::Binding;
 
-/// What a multi-round request is about, for its messages and its state.
+/// What a multi-round request is about, for its messages.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Target<'a> {
     /// `Tool`, `Prompt` or `Resource`, for messages.
@@ -36,14 +45,159 @@ pub(super) struct Target<'a> {
     pub(super) name: &'a str,
 }
 
+/// A method served in rounds: what `tools/call`, `prompts/get` and
+/// `resources/read` each do their own way. The rest of a round (the name and
+/// its header, the state binding, opening the round, running the component
+/// with its events forwarded, gating and sealing its input requests,
+/// bounding what it returns) is [`Server::run_round`]'s, once for all.
+pub(super) trait RoundMethod: Sized + Send + Sync {
+    /// The JSON-RPC method; part of what the state is bound to.
+    const METHOD: &'static str;
+    /// `Tool`, `Prompt` or `Resource`, for messages.
+    const KIND: &'static str;
+    /// The request parameter that names the target: `name` or `uri`.
+    const NAMED_BY: &'static str;
+    /// What the component returns.
+    type Outcome: Send;
+
+    /// Reads the request's own parameters and finds what serves `name`.
+    fn prepare(
+        catalog: &Catalog,
+        name: &str,
+        request: &Request,
+        headers: Option<&MirroredHeaders<'_>>,
+    ) -> Result<Self, RpcError>;
+
+    /// The arguments of `request` the state is bound to (`null` for none:
+    /// the same as `{}`).
+    fn arguments<'r>(&self, request: &'r Request) -> &'r Value;
+
+    /// The component file serving the request, for log lines.
+    fn source(&self) -> &std::path::Path;
+
+    /// The largest reply the component may produce, encoded, in bytes.
+    fn max_output_bytes(&self) -> usize;
+
+    /// Runs one round of `request` (for `name`) in a fresh instance.
+    fn run(
+        &self,
+        runtime: &Runtime,
+        name: &str,
+        request: &Request,
+        round: &wit::Round,
+        events: Option<EventSink>,
+    ) -> impl Future<Output = Result<Self::Outcome, CallError>> + Send;
+
+    /// What the component's outcome comes to; `limit` bounds an encoded
+    /// result ([`Settled::encode`]).
+    fn settle(&self, server: &Server, name: &str, outcome: Self::Outcome, limit: usize) -> Settled;
+
+    /// The answer for a component that failed to give a usable outcome
+    /// (`why` says how): an `isError` result for tools, an error for the
+    /// methods that have none.
+    fn failure(&self, target: Target<'_>, why: String) -> Answer;
+}
+
+/// What a component's outcome comes to.
+pub(super) enum Settled {
+    /// A complete result, encoded.
+    Complete(Complete),
+    /// A request for input, to be gated and sealed.
+    InputRequired(wit::InputRequired),
+    /// An answer of the method's own (invalid arguments, not found).
+    Answer(Answer),
+    /// An outcome that cannot be sent (invalid, or over the output limit).
+    Failed(String),
+}
+
+impl Settled {
+    /// `result` as a complete result, if it encodes within `limit` bytes.
+    pub(super) fn encode(result: &impl Serialize, limit: usize) -> Settled {
+        match jsonrpc::encode_within(result, limit) {
+            Ok(members) => Settled::Complete(Complete::new(members)),
+            Err(error) => Settled::Failed(output_failure(error)),
+        }
+    }
+}
+
+/// Why an encoding failed, in the words of the call error it amounts to.
+fn output_failure(error: EncodeError) -> String {
+    match error {
+        EncodeError::TooLarge { limit } => CallError::OutputTooLarge { limit }.to_string(),
+        EncodeError::Invalid(why) => format!("it returned an invalid outcome: {why}"),
+    }
+}
+
 impl Server {
+    /// Runs one round of method `M`.
+    pub(super) async fn run_round<M: RoundMethod>(
+        &self,
+        request: &Request,
+        catalog: &Catalog,
+        meta: &RequestMeta,
+        context: RequestContext<'_>,
+        notifier: Option<&Notifier>,
+    ) -> Result<Answer, RpcError> {
+        let name = required_str(&request.params, M::NAMED_BY)?;
+        envelope::check_name_header(context.headers.as_ref(), name)?;
+        let method = M::prepare(catalog, name, request, context.headers.as_ref())?;
+        let target = Target {
+            kind: M::KIND,
+            name,
+        };
+        // Needed to open the state and again to seal the next one, and on a
+        // first round that completes not at all: made once, when first needed.
+        let binding = OnceLock::new();
+        let binding = || {
+            *binding.get_or_init(|| {
+                Binding::new(
+                    context.principal,
+                    M::METHOD,
+                    name,
+                    method.arguments(request),
+                )
+            })
+        };
+        let round = self.open_round(&request.params, target, &binding, meta)?;
+        let number = round.number;
+        let started = std::time::Instant::now();
+        let outcome = with_events(meta, notifier, name, |events| {
+            method.run(&self.runtime, name, request, &round, events)
+        })
+        .await;
+        tracing::debug!(
+            kind = M::KIND,
+            name,
+            round = number,
+            elapsed_us = started.elapsed().as_micros() as u64,
+            "round"
+        );
+        let outcome = match outcome {
+            Err(error @ CallError::Busy { .. }) => return Err(busy(&error)),
+            Err(error) => return Ok(failed(&method, target, error.to_string())),
+            Ok(outcome) => outcome,
+        };
+        let limit = method.max_output_bytes();
+        Ok(match method.settle(self, name, outcome, limit) {
+            Settled::Complete(complete) => Answer::Complete(complete),
+            Settled::Answer(answer) => answer,
+            Settled::Failed(why) => failed(&method, target, why),
+            Settled::InputRequired(input) => {
+                match self.input_required(target, meta, &binding(), number, &input, limit)? {
+                    Ok(required) => Answer::InputRequired(required),
+                    Err(why) => failed(&method, target, why),
+                }
+            }
+        })
+    }
+
     /// Opens the round a request carries: its answers, and the state of the
     /// previous round (checked against `binding`) if it has one.
-    pub(super) fn open_round<'a>(
+    fn open_round<'b>(
         &self,
         params: &Map<String, Value>,
         target: Target<'_>,
-        binding: &dyn Fn() -> Binding<'a>,
+        binding: &dyn Fn() -> Binding<'b>,
         meta: &RequestMeta,
     ) -> Result<wit::Round, RpcError> {
         let responses = match params.get("inputResponses") {
@@ -87,77 +241,76 @@ impl Server {
     }
 
     /// Turns a component's request for input into an `input_required`
-    /// result with a newly sealed state. `Ok(Err(problem))` when the
-    /// component's request is malformed (the caller reports it its own way);
+    /// answer with a newly sealed state, its requests encoded within
+    /// `limit` bytes in all. `Ok(Err(problem))` when the component's request
+    /// cannot be sent (the caller reports it as the component's failure);
     /// `Err` when the client lacks a capability it would need.
-    pub(super) fn input_required<'i>(
+    fn input_required(
         &self,
         target: Target<'_>,
         meta: &RequestMeta,
         binding: &Binding<'_>,
         round: u32,
-        input: &'i wit::InputRequired,
-    ) -> Result<Result<InputRequiredResult<'i>, String>, RpcError> {
+        input: &wit::InputRequired,
+        limit: usize,
+    ) -> Result<Result<InputRequired, String>, RpcError> {
         if input.requests.is_empty() && input.state.is_none() {
             return Ok(Err(
-                "asked for input without any request or state".to_owned()
+                "it returned an invalid outcome: asked for input without any request or state"
+                    .to_owned(),
             ));
         }
         let mut keys = std::collections::HashSet::new();
         for (key, _) in &input.requests {
             if key.is_empty() || !keys.insert(key.as_str()) {
                 return Ok(Err(format!(
-                    "input request key {key:?} is empty or repeated"
+                    "it returned an invalid outcome: input request key {key:?} is empty or repeated"
                 )));
             }
         }
         check_capabilities(target, &input.requests, &meta.capabilities)?;
-        let requests = match input
-            .requests
-            .iter()
-            .map(|(key, request)| wire::input_request(request).map(|r| (key.as_str(), r)))
-            .collect::<Result<Vec<_>, _>>()
-        {
-            Ok(requests) => requests,
-            Err(error) => return Ok(Err(error.0)),
-        };
-        let token = match self.sealer.seal(binding, round, input.state.as_deref()) {
+        let mut budget = limit;
+        let mut requests = Vec::with_capacity(input.requests.len());
+        for (key, request) in &input.requests {
+            let request = match wire::input_request(request) {
+                Ok(request) => request,
+                Err(error) => {
+                    return Ok(Err(format!("it returned an invalid outcome: {}", error.0)));
+                }
+            };
+            let method = request.method();
+            let params = match jsonrpc::encode_within(&request.params(), budget) {
+                Ok(params) => params,
+                Err(error) => return Ok(Err(output_failure(error))),
+            };
+            budget = budget.saturating_sub(params.len() + key.len() + method.len());
+            requests.push(InputRequest {
+                key: key.clone(),
+                method,
+                params,
+            });
+        }
+        let request_state = match self.sealer.seal(binding, round, input.state.as_deref()) {
             Ok(token) => token,
             Err(error) => return Ok(Err(error.to_string())),
         };
-        Ok(Ok(InputRequiredResult {
-            result_type: "input_required",
-            input_requests: (!requests.is_empty()).then_some(KeyedRequests(requests)),
-            request_state: token,
+        Ok(Ok(InputRequired {
+            requests,
+            request_state,
         }))
     }
 }
 
-impl Server {
-    /// A component's request for input on a method with no `isError`
-    /// result (prompts, reads): a malformed request for input goes through
-    /// `failed`, like any other failure of the component.
-    pub(super) fn input_required_or_failure<'i>(
-        &self,
-        target: Target<'_>,
-        meta: &RequestMeta,
-        binding: &Binding<'_>,
-        round: u32,
-        input: &'i wit::InputRequired,
-        failed: impl FnOnce(String) -> RpcError,
-    ) -> Result<InputRequiredResult<'i>, RpcError> {
-        self.input_required(target, meta, binding, round, input)?
-            .map_err(|problem| failed(format!("it returned an invalid outcome: {problem}")))
-    }
-}
-
-/// A failed component call on a method with no `isError` result (prompts,
-/// reads): busy stays busy, anything else goes through `failed`.
-pub(super) fn call_failure(error: CallError, failed: impl FnOnce(String) -> RpcError) -> RpcError {
-    match error {
-        CallError::Busy { .. } => busy(&error),
-        error => failed(error.to_string()),
-    }
+/// The answer for a component that failed, and its log line.
+fn failed<M: RoundMethod>(method: &M, target: Target<'_>, why: String) -> Answer {
+    tracing::warn!(
+        kind = target.kind,
+        name = target.name,
+        file = %method.source().display(),
+        why,
+        "the component failed"
+    );
+    method.failure(target, why)
 }
 
 /// The error for a call refused because the server is at its limits: not a
@@ -195,29 +348,6 @@ where
     };
     let (outcome, ()) = tokio::join!(call, forward);
     outcome
-}
-
-/// `InputRequiredResult`.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct InputRequiredResult<'a> {
-    result_type: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    input_requests: Option<KeyedRequests<'a>>,
-    request_state: String,
-}
-
-/// Input requests as a JSON object, in the order the tool gave them.
-struct KeyedRequests<'a>(Vec<(&'a str, wire::InputRequest<'a>)>);
-
-impl Serialize for KeyedRequests<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(self.0.len()))?;
-        for (key, request) in &self.0 {
-            map.serialize_entry(key, request)?;
-        }
-        map.end()
-    }
 }
 
 fn capabilities(caps: &ClientCapabilities) -> wit::ClientCapabilities {

@@ -1,51 +1,57 @@
-//! `prompts/list` and `prompts/get` (with Multi Round-Trip Requests).
+//! `prompts/get`: one round of a prompt, as a [`RoundMethod`].
 //!
 //! Unlike a tool, a prompt has no `isError` result: an unknown prompt, a
 //! missing required argument or arguments the component refuses are -32602,
 //! and a component that fails to run is -32603.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use super::answer::Answer;
 use super::catalog::Catalog;
-use super::dispatch::{Notifier, Reply, RequestContext, Server, required_str};
-use super::envelope::{self, RequestMeta};
+use super::dispatch::Server;
+use super::envelope::MirroredHeaders;
 use super::jsonrpc::{Request, RpcError};
-use super::mrtr::{self, Target};
+use super::mrtr::{RoundMethod, Settled, Target};
 use super::wire;
-use crate::runtime::{events::truncate, wit_prompts};
-use crate::state::Binding;
+use crate::registry::PromptEntry;
+use crate::runtime::{CallError, EventSink, Runtime, events::truncate, wit, wit_prompts};
 
-const METHOD: &str = "prompts/get";
-
-/// Longest message of a component's `invalid-arguments` that reaches the
-/// client.
+/// Longest refusal message forwarded from a component, in bytes.
 const MAX_REFUSAL_BYTES: usize = 1024;
 
-impl Server {
-    /// Runs one round of `prompts/get`.
-    pub(super) async fn get_prompt(
-        &self,
-        request: &Request,
+/// One round of `prompts/get`: the prompt and its string arguments.
+pub(super) struct PromptGet {
+    entry: PromptEntry,
+    /// The arguments as the guest gets them.
+    arguments: Vec<(String, String)>,
+}
+
+/// What a request without arguments is bound to.
+static NO_ARGUMENTS: Value = Value::Null;
+
+impl RoundMethod for PromptGet {
+    const METHOD: &'static str = "prompts/get";
+    const KIND: &'static str = "Prompt";
+    const NAMED_BY: &'static str = "name";
+    type Outcome = wit_prompts::PromptOutcome;
+
+    fn prepare(
         catalog: &Catalog,
-        meta: &RequestMeta,
-        context: RequestContext<'_>,
-        notifier: Option<&Notifier>,
-    ) -> Result<Reply, RpcError> {
-        let params = &request.params;
-        let name = required_str(params, "name")?;
-        envelope::check_name_header(context.headers.as_ref(), name)?;
-        let no_arguments = Map::new();
-        let given = match params.get("arguments") {
-            None | Some(Value::Null) => &no_arguments,
-            Some(Value::Object(arguments)) => arguments,
+        name: &str,
+        request: &Request,
+        _headers: Option<&MirroredHeaders<'_>>,
+    ) -> Result<Self, RpcError> {
+        let members = match request.params.get("arguments") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(members)) => Some(members),
             Some(_) => {
                 return Err(RpcError::invalid_params(
                     "Invalid params: arguments must be an object of strings",
                 ));
             }
         };
-        let mut arguments = Vec::with_capacity(given.len());
-        for (key, value) in given {
+        let mut arguments = Vec::with_capacity(members.map_or(0, |m| m.len()));
+        for (key, value) in members.into_iter().flatten() {
             let Value::String(value) = value else {
                 return Err(RpcError::invalid_params(format!(
                     "Invalid params: argument '{key}' must be a string"
@@ -61,57 +67,72 @@ impl Server {
             .item()
             .arguments
             .iter()
-            .find(|a| a.required && !given.contains_key(&a.name))
+            .find(|a| a.required && !members.is_some_and(|m| m.contains_key(&a.name)))
         {
             return Err(RpcError::invalid_params(format!(
                 "Invalid params: prompt '{name}' needs argument '{}'",
                 missing.name
             )));
         }
-        let target = Target {
-            kind: "Prompt",
-            name,
-        };
-        let arguments_value = Value::Object(given.clone());
-        let binding = || Binding {
-            principal: context.principal,
-            method: METHOD,
-            target: name,
-            arguments_digest: crate::state::digest_arguments(&arguments_value),
-        };
-        let round = self.open_round(params, target, &binding, meta)?;
-        let number = round.number;
-        let outcome = mrtr::with_events(meta, notifier, name, |events| {
-            entry.get(&self.runtime, &arguments, &round, events)
+        Ok(PromptGet {
+            entry: entry.clone(),
+            arguments,
         })
-        .await;
-        let failed = |why: String| {
-            tracing::warn!(prompt = name, file = %entry.source().display(), why, "prompt failed");
-            RpcError::internal(format!("Prompt '{name}' failed: {why}"))
-        };
-        match outcome.map_err(|error| mrtr::call_failure(error, failed))? {
-            wit_prompts::PromptOutcome::Complete(result) => self
-                .reply_within(
-                    &request.id,
-                    wire::prompt_result(&result),
-                    entry.max_output_bytes(),
-                )
-                .map_err(|error| failed(error.to_string())),
-            wit_prompts::PromptOutcome::InvalidArguments(why) => Err(RpcError::invalid_params(
-                format!("Invalid params: {}", truncate(why, MAX_REFUSAL_BYTES)),
-            )),
-            wit_prompts::PromptOutcome::InputRequired(input) => {
-                let result = self.input_required_or_failure(
-                    target,
-                    meta,
-                    &binding(),
-                    number,
-                    &input,
-                    failed,
-                )?;
-                self.reply_within(&request.id, result, entry.max_output_bytes())
-                    .map_err(|error| failed(error.to_string()))
-            }
+    }
+
+    fn arguments<'r>(&self, request: &'r Request) -> &'r Value {
+        match request.params.get("arguments") {
+            Some(given @ Value::Object(_)) => given,
+            _ => &NO_ARGUMENTS,
         }
+    }
+
+    fn source(&self) -> &std::path::Path {
+        self.entry.source()
+    }
+
+    fn max_output_bytes(&self) -> usize {
+        self.entry.max_output_bytes()
+    }
+
+    async fn run(
+        &self,
+        runtime: &Runtime,
+        _name: &str,
+        _request: &Request,
+        round: &wit::Round,
+        events: Option<EventSink>,
+    ) -> Result<wit_prompts::PromptOutcome, CallError> {
+        self.entry
+            .get(runtime, &self.arguments, round, events)
+            .await
+    }
+
+    fn settle(
+        &self,
+        _server: &Server,
+        _name: &str,
+        outcome: wit_prompts::PromptOutcome,
+        limit: usize,
+    ) -> Settled {
+        match outcome {
+            wit_prompts::PromptOutcome::Complete(result) => {
+                Settled::encode(&wire::prompt_result(&result), limit)
+            }
+            wit_prompts::PromptOutcome::InvalidArguments(why) => {
+                Settled::Answer(Answer::Error(RpcError::invalid_params(format!(
+                    "Invalid params: {}",
+                    truncate(why, MAX_REFUSAL_BYTES)
+                ))))
+            }
+            wit_prompts::PromptOutcome::InputRequired(input) => Settled::InputRequired(input),
+        }
+    }
+
+    fn failure(&self, target: Target<'_>, why: String) -> Answer {
+        Answer::Error(RpcError::internal(format!(
+            "Prompt '{}' failed: {why}",
+            target.name
+        )))
     }
 }

@@ -1,5 +1,4 @@
-//! `resources/list`, `resources/templates/list` and `resources/read` (with
-//! Multi Round-Trip Requests).
+//! `resources/read`: one round of a read, as a [`RoundMethod`].
 //!
 //! A read goes to the component that lists the URI, else to the one whose
 //! template matches it first (see [`Registry`](crate::registry::Registry)).
@@ -7,101 +6,117 @@
 //! with `data.uri` (SEP-2164), never an empty `contents`.
 
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
+use super::answer::Answer;
 use super::catalog::Catalog;
-use super::dispatch::{Notifier, Reply, RequestContext, Server, required_str};
-use super::envelope::{self, RequestMeta};
+use super::dispatch::Server;
+use super::envelope::MirroredHeaders;
 use super::jsonrpc::{self, Request, RpcError};
-use super::mrtr::{self, Target};
+use super::mrtr::{RoundMethod, Settled, Target};
 use super::wire;
+use crate::registry::Served;
 use crate::registry::validate::MAX_URI_LEN;
-use crate::runtime::wit_resources;
-use crate::state::Binding;
+use crate::runtime::{CallError, EventSink, Runtime, wit, wit_resources};
 
-const METHOD: &str = "resources/read";
-
-/// `ReadResourceResult`.
+/// A `ReadResourceResult`'s own members.
 #[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
 struct ReadResult<'a> {
-    result_type: &'static str,
     contents: Vec<wire::ResourceContents<'a>>,
-    ttl_ms: u64,
-    cache_scope: &'static str,
 }
 
-impl Server {
-    /// Runs one round of `resources/read`.
-    pub(super) async fn read_resource(
-        &self,
-        request: &Request,
+/// One round of `resources/read`: the component that reads the URI, and
+/// the template it matched, if any.
+pub(super) struct ResourceRead {
+    component: Served<()>,
+    template: Option<wit_resources::TemplateMatch>,
+}
+
+/// What a read is bound to besides its URI: no arguments.
+static NO_ARGUMENTS: Value = Value::Null;
+
+impl RoundMethod for ResourceRead {
+    const METHOD: &'static str = "resources/read";
+    const KIND: &'static str = "Resource";
+    const NAMED_BY: &'static str = "uri";
+    type Outcome = wit_resources::ReadOutcome;
+
+    fn prepare(
         catalog: &Catalog,
-        meta: &RequestMeta,
-        context: RequestContext<'_>,
-        notifier: Option<&Notifier>,
-    ) -> Result<Reply, RpcError> {
-        let params = &request.params;
-        let uri = required_str(params, "uri")?;
-        envelope::check_name_header(context.headers.as_ref(), uri)?;
+        uri: &str,
+        _request: &Request,
+        _headers: Option<&MirroredHeaders<'_>>,
+    ) -> Result<Self, RpcError> {
         check_uri_length(uri)?;
         let (component, template) = catalog
             .registry
             .resolve_resource(uri)
             .ok_or_else(|| not_found(uri))?;
-        let target = Target {
-            kind: "Resource",
-            name: uri,
-        };
-        let no_arguments = Value::Object(Map::new());
-        let binding = || Binding {
-            principal: context.principal,
-            method: METHOD,
-            target: uri,
-            arguments_digest: crate::state::digest_arguments(&no_arguments),
-        };
-        let round = self.open_round(params, target, &binding, meta)?;
-        let number = round.number;
-        let outcome = mrtr::with_events(meta, notifier, uri, |events| {
-            component.read(&self.runtime, uri, template.as_ref(), &round, events)
+        Ok(ResourceRead {
+            component,
+            template,
         })
-        .await;
-        let failed = |why: String| {
-            tracing::warn!(uri, file = %component.source().display(), why, "resource read failed");
-            RpcError::internal(format!("Reading resource '{uri}' failed: {why}"))
-        };
-        match outcome.map_err(|error| mrtr::call_failure(error, failed))? {
-            wit_resources::ReadOutcome::NotFound => Err(not_found(uri)),
+    }
+
+    fn arguments<'r>(&self, _request: &'r Request) -> &'r Value {
+        &NO_ARGUMENTS
+    }
+
+    fn source(&self) -> &std::path::Path {
+        self.component.source()
+    }
+
+    fn max_output_bytes(&self) -> usize {
+        self.component.max_output_bytes()
+    }
+
+    async fn run(
+        &self,
+        runtime: &Runtime,
+        uri: &str,
+        _request: &Request,
+        round: &wit::Round,
+        events: Option<EventSink>,
+    ) -> Result<wit_resources::ReadOutcome, CallError> {
+        self.component
+            .read(runtime, uri, self.template.as_ref(), round, events)
+            .await
+    }
+
+    fn settle(
+        &self,
+        server: &Server,
+        uri: &str,
+        outcome: wit_resources::ReadOutcome,
+        limit: usize,
+    ) -> Settled {
+        match outcome {
+            wit_resources::ReadOutcome::NotFound => Settled::Answer(Answer::Error(not_found(uri))),
             wit_resources::ReadOutcome::Complete(contents) if contents.is_empty() => {
-                Err(failed("the component returned no contents".to_owned()))
+                Settled::Failed("the component returned no contents".to_owned())
             }
-            wit_resources::ReadOutcome::Complete(contents) => self
-                .reply_within(
-                    &request.id,
-                    ReadResult {
-                        result_type: "complete",
-                        contents: contents.iter().map(wire::resource_contents).collect(),
-                        ttl_ms: self.settings.read_ttl_ms,
-                        // Components cannot see who asks, but a read may still
-                        // depend on the moment: never shared across callers.
-                        cache_scope: "private",
-                    },
-                    component.max_output_bytes(),
-                )
-                .map_err(|error| failed(error.to_string())),
-            wit_resources::ReadOutcome::InputRequired(input) => {
-                let result = self.input_required_or_failure(
-                    target,
-                    meta,
-                    &binding(),
-                    number,
-                    &input,
-                    failed,
-                )?;
-                self.reply_within(&request.id, result, component.max_output_bytes())
-                    .map_err(|error| failed(error.to_string()))
+            wit_resources::ReadOutcome::Complete(contents) => {
+                let result = ReadResult {
+                    contents: contents.iter().map(wire::resource_contents).collect(),
+                };
+                match Settled::encode(&result, limit) {
+                    // Components cannot see who asks, but a read may still
+                    // depend on the moment: never shared across callers.
+                    Settled::Complete(complete) => {
+                        Settled::Complete(complete.cached(server.settings.read_ttl_ms, "private"))
+                    }
+                    other => other,
+                }
             }
+            wit_resources::ReadOutcome::InputRequired(input) => Settled::InputRequired(input),
         }
+    }
+
+    fn failure(&self, target: Target<'_>, why: String) -> Answer {
+        Answer::Error(RpcError::internal(format!(
+            "Reading resource '{}' failed: {why}",
+            target.name
+        )))
     }
 }
 
@@ -120,12 +135,13 @@ fn not_found(uri: &str) -> RpcError {
     RpcError::invalid_params(format!("Resource not found: {uri}")).with_data(json!({ "uri": uri }))
 }
 
-/// Whether an encoded `resources/read` error (the `error` object) is the
-/// resource-not-found error, which older revisions coded differently.
-pub(super) fn is_not_found(error: &Map<String, Value>) -> bool {
-    error.get("code") == Some(&json!(jsonrpc::codes::INVALID_PARAMS))
+/// Whether a `resources/read` error is the resource-not-found error, which
+/// older revisions coded differently.
+pub(crate) fn is_not_found(error: &RpcError) -> bool {
+    error.code == jsonrpc::codes::INVALID_PARAMS
         && error
-            .get("data")
+            .data
+            .as_ref()
             .and_then(Value::as_object)
             .is_some_and(|data| data.contains_key("uri"))
 }

@@ -13,7 +13,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
-use super::dispatch::{Notifier, Reply, Server};
+use super::answer::{Answer, Complete};
+use super::dispatch::{Notifier, Server};
 use super::jsonrpc::{self, Request, RpcError};
 
 /// The `_meta` key that tags every notification of a listen stream.
@@ -190,7 +191,7 @@ impl Server {
         &self,
         request: &Request,
         notifier: Option<&Notifier>,
-    ) -> Result<Reply, RpcError> {
+    ) -> Result<Answer, RpcError> {
         let filter = Filter::parse(&request.params)?;
         let Some(out) = notifier else {
             return Err(RpcError::invalid_request(
@@ -243,20 +244,14 @@ impl Server {
         Ok(self.listen_result(request))
     }
 
-    /// The `SubscriptionsListenResult` that ends a stream.
-    fn listen_result(&self, request: &Request) -> Reply {
-        let mut meta = serde_json::to_value(self.meta())
-            .ok()
-            .and_then(|meta| meta.as_object().cloned())
-            .unwrap_or_default();
-        meta.insert(SUBSCRIPTION_ID.to_owned(), request.id.clone());
-        Reply {
-            body: jsonrpc::encode_result(
-                &request.id,
-                &json!({ "resultType": "complete", "_meta": meta }),
-            ),
-            http_status: 200,
-        }
+    /// The `SubscriptionsListenResult` that ends a stream: no members but
+    /// the subscription id in its `_meta`.
+    fn listen_result(&self, request: &Request) -> Answer {
+        let mut result = Complete::new("{}".to_owned());
+        result
+            .meta
+            .insert(SUBSCRIPTION_ID.to_owned(), request.id.clone());
+        Answer::Complete(result)
     }
 }
 

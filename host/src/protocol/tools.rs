@@ -1,54 +1,63 @@
-//! `tools/list` and `tools/call`.
+//! `tools/call`: one round of a tool, as a [`RoundMethod`].
 //!
-//! A call round: read the arguments, check the `x-mcp-header` parameters,
-//! open the round (see [`mrtr`](super::mrtr)), run the tool in a fresh
-//! instance, then return its complete result or its `input_required`.
-//! A tool that fails to run (trap, timeout, memory, bad output) gives a
-//! complete result with `isError`, which the model can read; only protocol
-//! problems are JSON-RPC errors.
+//! The arguments are an object (or absent), and the `x-mcp-header`
+//! parameters a tool declares must match their `Mcp-Param-*` headers. A
+//! tool that fails to run (trap, timeout, memory, bad or oversized output)
+//! gives a complete result with `isError`, which the model can read; only
+//! protocol problems are JSON-RPC errors.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use super::answer::Answer;
 use super::catalog::Catalog;
-use super::dispatch::{Notifier, Reply, RequestContext, Server, required_str};
-use super::envelope::{self, RequestMeta};
-use super::jsonrpc::{self, Request, RpcError};
-use super::mrtr::{self, Target};
+use super::dispatch::Server;
+use super::envelope::MirroredHeaders;
+use super::jsonrpc::{Request, RpcError};
+use super::mrtr::{RoundMethod, Settled, Target};
 use super::param_headers;
 use super::wire;
 use crate::registry::ToolEntry;
-use crate::runtime::{CallError, wit};
-use crate::state::Binding;
+use crate::runtime::{CallError, EventSink, Runtime, wit};
 
-const METHOD: &str = "tools/call";
+/// One round of `tools/call`: the tool.
+pub(super) struct ToolCall {
+    entry: ToolEntry,
+}
 
-impl Server {
-    /// Runs one round of `tools/call`.
-    pub(super) async fn call_tool(
-        &self,
-        request: &Request,
+/// What a call without arguments is bound to: no members.
+static NO_ARGUMENTS: Value = Value::Null;
+
+/// The arguments object of a call (checked by `prepare`), or `null`.
+fn call_arguments(request: &Request) -> &Value {
+    match request.params.get("arguments") {
+        Some(arguments @ Value::Object(_)) => arguments,
+        _ => &NO_ARGUMENTS,
+    }
+}
+
+impl RoundMethod for ToolCall {
+    const METHOD: &'static str = "tools/call";
+    const KIND: &'static str = "Tool";
+    const NAMED_BY: &'static str = "name";
+    type Outcome = wit::CallOutcome;
+
+    fn prepare(
         catalog: &Catalog,
-        meta: &RequestMeta,
-        context: RequestContext<'_>,
-        notifier: Option<&Notifier>,
-    ) -> Result<Reply, RpcError> {
-        let params = &request.params;
-        let name = required_str(params, "name")?;
-        envelope::check_name_header(context.headers.as_ref(), name)?;
-        let no_arguments = Value::Object(Map::new());
-        let arguments = match params.get("arguments") {
-            None | Some(Value::Null) => &no_arguments,
-            Some(arguments @ Value::Object(_)) => arguments,
+        name: &str,
+        request: &Request,
+        headers: Option<&MirroredHeaders<'_>>,
+    ) -> Result<Self, RpcError> {
+        let arguments = match request.params.get("arguments") {
+            None | Some(Value::Null | Value::Object(_)) => call_arguments(request),
             Some(_) => {
                 return Err(RpcError::invalid_params(
                     "Invalid params: arguments must be an object",
                 ));
             }
         };
-        if let (Some(annotated), Some(all)) = (
-            catalog.param_headers.get(name),
-            context.headers.as_ref().and_then(|h| h.all),
-        ) {
+        if let (Some(annotated), Some(all)) =
+            (catalog.param_headers.get(name), headers.and_then(|h| h.all))
+        {
             param_headers::check(annotated, arguments, |header| {
                 all.get(header)
                     .map(|v| v.to_str().map(str::trim).unwrap_or("\u{fffd}"))
@@ -58,87 +67,68 @@ impl Server {
             .registry
             .find(name)
             .ok_or_else(|| RpcError::invalid_params(format!("Unknown tool: {name}")))?;
-        let target = Target { kind: "Tool", name };
-        // Needed to open the state and again to seal the next one, and on a
-        // plain call not at all: computed once, when first needed.
-        let digest = std::sync::OnceLock::new();
-        let binding = || Binding {
-            principal: context.principal,
-            method: METHOD,
-            target: name,
-            arguments_digest: *digest.get_or_init(|| crate::state::digest_arguments(arguments)),
-        };
-        let round = self.open_round(params, target, &binding, meta)?;
-        let number = round.number;
-        let started = std::time::Instant::now();
-        let arguments_json = arguments.to_string();
-        let outcome = mrtr::with_events(meta, notifier, name, |events| {
-            entry.call(&self.runtime, &arguments_json, &round, events)
+        Ok(ToolCall {
+            entry: entry.clone(),
         })
-        .await;
-        tracing::debug!(
-            tool = name,
-            round = number,
-            elapsed_us = started.elapsed().as_micros() as u64,
-            "tool call"
-        );
+    }
+
+    fn arguments<'r>(&self, request: &'r Request) -> &'r Value {
+        call_arguments(request)
+    }
+
+    fn source(&self) -> &std::path::Path {
+        self.entry.source()
+    }
+
+    fn max_output_bytes(&self) -> usize {
+        self.entry.max_output_bytes()
+    }
+
+    async fn run(
+        &self,
+        runtime: &Runtime,
+        _name: &str,
+        request: &Request,
+        round: &wit::Round,
+        events: Option<EventSink>,
+    ) -> Result<wit::CallOutcome, CallError> {
+        let arguments = match call_arguments(request) {
+            Value::Null => "{}".to_owned(),
+            arguments => arguments.to_string(),
+        };
+        self.entry.call(runtime, &arguments, round, events).await
+    }
+
+    fn settle(
+        &self,
+        _server: &Server,
+        _name: &str,
+        outcome: wit::CallOutcome,
+        limit: usize,
+    ) -> Settled {
         match outcome {
-            Err(error @ CallError::Busy { .. }) => Err(mrtr::busy(&error)),
-            Err(error) => {
-                tracing::warn!(tool = name, file = %entry.source().display(), %error, "tool call failed");
-                Ok(self.tool_failure(&request.id, name, &error.to_string()))
-            }
-            Ok(wit::CallOutcome::Complete(result)) => match wire::call_result(&result) {
-                Ok(result) => Ok(self.tool_reply(&request.id, entry, result)),
-                Err(error) => Ok(self.invalid_outcome(&request.id, entry, &error.0)),
-            },
-            Ok(wit::CallOutcome::InputRequired(input)) => {
-                match self.input_required(target, meta, &binding(), number, &input)? {
-                    Ok(result) => Ok(self.tool_reply(&request.id, entry, result)),
-                    Err(problem) => Ok(self.invalid_outcome(&request.id, entry, &problem)),
+            wit::CallOutcome::Complete(result) => match wire::call_result(&result) {
+                Ok(result) => Settled::encode(&result, limit),
+                Err(error) => {
+                    Settled::Failed(format!("it returned an invalid outcome: {}", error.0))
                 }
-            }
+            },
+            wit::CallOutcome::InputRequired(input) => Settled::InputRequired(input),
         }
     }
 
-    /// A tool's result, or its failure if the result encodes larger than
-    /// the tool's output limit.
-    fn tool_reply(&self, id: &Value, entry: &ToolEntry, result: impl serde::Serialize) -> Reply {
-        self.reply_within(id, result, entry.max_output_bytes())
-            .unwrap_or_else(|error| {
-                tracing::warn!(tool = %entry.key(), file = %entry.source().display(), %error, "tool call failed");
-                self.tool_failure(id, entry.key(), &error.to_string())
-            })
-    }
-
-    /// A complete result with `isError`, for a tool that failed to run.
-    fn tool_failure(&self, id: &Value, tool: &str, why: &str) -> Reply {
+    fn failure(&self, target: Target<'_>, why: String) -> Answer {
         let result = wit::CallResult {
             content: vec![wit::ContentBlock::Text(wit::TextContent {
-                text: format!("Tool '{tool}' failed: {why}"),
+                text: format!("Tool '{}' failed: {why}", target.name),
                 annotations: None,
             })],
             structured_content: None,
             is_error: true,
         };
         match wire::call_result(&result) {
-            Ok(result) => self.reply(id, result),
-            Err(_) => {
-                let error = RpcError::internal("cannot encode a failure result");
-                Reply {
-                    body: jsonrpc::encode_error(Some(id), &error),
-                    http_status: error.http_status,
-                }
-            }
+            Ok(result) => Answer::complete(&result),
+            Err(_) => Answer::Error(RpcError::internal("cannot encode a failure result")),
         }
-    }
-
-    fn invalid_outcome(&self, id: &Value, entry: &ToolEntry, problem: &str) -> Reply {
-        tracing::warn!(tool = %entry.key(), file = %entry.source().display(), problem, "tool returned an invalid outcome");
-        self.tool_failure(
-            id,
-            entry.key(),
-            &format!("it returned an invalid outcome: {problem}"),
-        )
     }
 }

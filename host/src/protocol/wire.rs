@@ -274,7 +274,6 @@ fn sampling_content(block: &wit::SamplingContent) -> Result<Content<'_>, GuestVa
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult<'a> {
-    result_type: &'static str,
     content: Vec<Content<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     structured_content: Option<&'a RawValue>,
@@ -285,7 +284,6 @@ pub struct CallToolResult<'a> {
 /// Converts a complete call result, checking its structured content.
 pub fn call_result(result: &wit::CallResult) -> Result<CallToolResult<'_>, GuestValueError> {
     Ok(CallToolResult {
-        result_type: "complete",
         content: result.content.iter().map(content).collect(),
         structured_content: result
             .structured_content
@@ -394,7 +392,6 @@ pub fn prompt(prompt: &wit_prompts::Prompt) -> Prompt<'_> {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GetPromptResult<'a> {
-    result_type: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     description: Option<&'a str>,
     messages: Vec<PromptMessage<'a>>,
@@ -409,7 +406,6 @@ pub struct PromptMessage<'a> {
 /// Converts a rendered prompt.
 pub fn prompt_result(result: &wit_prompts::PromptResult) -> GetPromptResult<'_> {
     GetPromptResult {
-        result_type: "complete",
         description: result.description.as_deref(),
         messages: result
             .messages
@@ -485,7 +481,6 @@ pub fn resource_template(t: &wit_resources::ResourceTemplate) -> ResourceTemplat
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CompleteResult<'a> {
-    result_type: &'static str,
     completion: Completion<'a>,
 }
 
@@ -506,7 +501,6 @@ pub const MAX_COMPLETION_VALUES: usize = 100;
 pub fn complete_result(c: &wit_completions::Completion) -> CompleteResult<'_> {
     let values = &c.values[..c.values.len().min(MAX_COMPLETION_VALUES)];
     CompleteResult {
-        result_type: "complete",
         completion: Completion {
             values,
             total: c.total,
@@ -528,6 +522,35 @@ pub enum InputRequest<'a> {
     /// `roots/list`
     #[serde(rename = "roots/list")]
     Roots(Empty),
+}
+
+impl InputRequest<'_> {
+    /// Its method name.
+    pub fn method(&self) -> &'static str {
+        match self {
+            InputRequest::Elicitation(_) => "elicitation/create",
+            InputRequest::Sampling(_) => "sampling/createMessage",
+            InputRequest::Roots(_) => "roots/list",
+        }
+    }
+
+    /// Its params alone.
+    pub fn params(&self) -> InputParams<'_, '_> {
+        InputParams(self)
+    }
+}
+
+/// The params of an [`InputRequest`], without its method.
+pub struct InputParams<'r, 'a>(&'r InputRequest<'a>);
+
+impl Serialize for InputParams<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            InputRequest::Elicitation(params) => params.serialize(serializer),
+            InputRequest::Sampling(params) => params.serialize(serializer),
+            InputRequest::Roots(params) => params.serialize(serializer),
+        }
+    }
 }
 
 /// An empty params object.
@@ -993,7 +1016,7 @@ mod tests {
         };
         assert_eq!(
             to_json(&call_result(&ok).unwrap()),
-            json!({"resultType": "complete", "content": [], "structuredContent": {"a": 1}, "isError": true})
+            json!({"content": [], "structuredContent": {"a": 1}, "isError": true})
         );
         let bad = wit::CallResult {
             content: vec![],

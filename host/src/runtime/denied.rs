@@ -11,7 +11,7 @@ use wasmtime::Engine;
 use wasmtime::component::types::ComponentItem;
 use wasmtime::component::{Component, Linker, ResourceType};
 
-use super::call::CallState;
+use super::store::CallState;
 
 /// The import names of `wasi:http`, whatever its version.
 const HTTP_IMPORTS: &str = "wasi:http/";

@@ -110,6 +110,17 @@ pub(crate) fn human_bytes(n: usize) -> String {
     }
 }
 
+/// The root cause first (e.g. "wasm trap: wasm `unreachable` instruction
+/// executed"), then the context around it (e.g. the wasm backtrace).
+pub(crate) fn describe(err: &wasmtime::Error) -> String {
+    let causes: Vec<String> = err.chain().map(|cause| cause.to_string()).collect();
+    match causes.split_last() {
+        None => String::new(),
+        Some((root, [])) => root.clone(),
+        Some((root, context)) => format!("{root} ({})", context.join(": ")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

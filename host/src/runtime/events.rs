@@ -33,7 +33,7 @@ use std::time::Instant;
 use tokio::sync::mpsc::error::TrySendError;
 
 use super::bindings::{ListKind, LogLevel, host_import};
-use super::call::{CallState, DeadlineExceeded};
+use super::deadline::DeadlineExceeded;
 
 /// Longest message (in bytes) forwarded from a guest's `log` or `progress`;
 /// longer ones are cut at a character boundary and end with `…`.
@@ -210,9 +210,9 @@ pub(crate) fn truncate(mut s: String, max: usize) -> String {
     s
 }
 
-impl host_import::Host for CallState {
+impl host_import::Host for EventState {
     async fn log(&mut self, level: LogLevel, message: String) -> wasmtime::Result<()> {
-        let events = &mut self.events;
+        let events = self;
         let message = truncate(message, MAX_EVENT_MESSAGE_BYTES);
         if !events.take_slot(message.len()) {
             return Ok(());
@@ -242,7 +242,7 @@ impl host_import::Host for CallState {
         total: Option<f64>,
         message: Option<String>,
     ) -> wasmtime::Result<()> {
-        let events = &mut self.events;
+        let events = self;
         let grows = progress.is_finite() && events.last_progress.is_none_or(|last| progress > last);
         if !grows {
             events.dropped += 1;
@@ -265,7 +265,7 @@ impl host_import::Host for CallState {
     }
 
     async fn notify_list_changed(&mut self, kind: ListKind) -> wasmtime::Result<()> {
-        let events = &mut self.events;
+        let events = self;
         if !events.take_slot(0) {
             return Ok(());
         }
@@ -275,7 +275,7 @@ impl host_import::Host for CallState {
     }
 
     async fn notify_resource_updated(&mut self, uri: String) -> wasmtime::Result<()> {
-        let events = &mut self.events;
+        let events = self;
         if uri.len() > MAX_EVENT_MESSAGE_BYTES {
             events.dropped += 1;
             return Ok(());
@@ -289,7 +289,7 @@ impl host_import::Host for CallState {
     }
 }
 
-impl super::bindings::types_import::Host for CallState {}
+impl super::bindings::types_import::Host for EventState {}
 
 #[cfg(test)]
 mod tests {

@@ -4,10 +4,16 @@
 //! - [`engine`]: the `Engine` (pooling allocator, copy-on-write memory
 //!   images, epoch interruption) and the epoch ticker thread;
 //! - [`bindings`]: `bindgen!` of the `server` world;
-//! - `call`: one call in one fresh `Store`, with its limits and deadline;
+//! - `checked`: a linked component whose exports were type-checked at load,
+//!   and what it lists;
+//! - `call`: one call: a permit, a fresh store and instance, the export,
+//!   the outcome classified and counted;
+//! - `store`: the `Store` of one call (WASI granting only the policy, limits,
+//!   the deadline callback); `deadline`: waits bounded by the deadline;
 //! - [`events`]: the host imports (`log`, `progress`, change reports);
 //! - [`http`]: outbound `wasi:http`, refused unless the manifest allows it;
-//! - [`output`]: the size of a guest's answer, for the output limit;
+//!   `denied`: `wasi:http` imports of components without an `[http]` grant;
+//! - [`output`]: the item counts of a guest's answer;
 //! - [`stderr`]: a guest's stderr, kept as a bounded tail for the log;
 //! - [`error`]: why a call failed, in user-facing words.
 //!
@@ -30,6 +36,8 @@
 
 pub mod bindings;
 mod call;
+mod checked;
+mod deadline;
 mod denied;
 pub mod engine;
 pub mod error;
@@ -37,6 +45,7 @@ pub mod events;
 pub mod http;
 pub mod output;
 pub mod stderr;
+mod store;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,10 +56,12 @@ use wasmtime::Engine;
 use wasmtime::component::{HasSelf, InstancePre, Linker};
 
 pub use self::bindings::{ListKind, LogLevel, wit, wit_completions, wit_prompts, wit_resources};
-pub(crate) use self::call::{CallState, CheckedComponent, ListError, Listing};
+pub(crate) use self::call::ListError;
+pub(crate) use self::checked::{CheckedComponent, Listing};
 use self::engine::{EPOCH_TICK, EpochTicker};
 pub use self::error::CallError;
 pub use self::events::{Change, EventSink, GuestEvent};
+pub(crate) use self::store::CallState;
 use crate::policy::{Policy, PolicyContext, PolicySources};
 
 /// Limits applied to every guest call.
@@ -173,9 +184,10 @@ impl Runtime {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(anyhow::Error::from)
             .context("failed to link WASI p2")?;
-        bindings::Server::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| {
-            state
-        })
+        bindings::Server::add_to_linker::<CallState, HasSelf<events::EventState>>(
+            &mut linker,
+            |state| &mut state.events,
+        )
         .map_err(anyhow::Error::from)
         .context("failed to link the airlock:mcp/host imports")?;
         // Outbound HTTP only for components whose manifest allows it; each

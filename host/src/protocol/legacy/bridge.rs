@@ -13,18 +13,16 @@
 //! tell the two eras apart. Results lose the 2026-07-28 stamping
 //! (`resultType`, `ttlMs`, `cacheScope`) and errors take the legacy codes.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::session::{AskError, Session};
+use crate::protocol::answer::{Answer, Complete, InputRequest};
 use crate::protocol::dispatch::{Notifier, Reply, RequestContext, Server};
 use crate::protocol::jsonrpc::{self, Request, RpcError, codes};
 use crate::protocol::resources;
 
 /// Resource not found, as 2025-era revisions code it.
 const LEGACY_RESOURCE_NOT_FOUND: i32 = -32002;
-
-/// Members of 2026-07-28 results that older revisions do not have.
-const MODERN_ONLY: &[&str] = &["resultType", "ttlMs", "cacheScope"];
 
 impl Server {
     /// Serves a legacy session's request through the 2026-07-28 pipeline,
@@ -56,57 +54,42 @@ impl Server {
                 method: request.method.clone(),
                 params: params.clone(),
             };
-            let reply = self.handle(&modern, context, notifier).await;
-            let mut message: Map<String, Value> = match serde_json::from_slice(&reply.body) {
-                Ok(message) => message,
-                Err(_) => return reply,
-            };
-            let input = match message.get_mut("result") {
-                Some(Value::Object(result)) => {
-                    if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
-                        strip_modern_members(result);
-                        return encoded(&message);
-                    }
-                    InputRequired::take(result)
+            let input = match self.answer(&modern, context, notifier).await {
+                Answer::Complete(complete) => return result(&request.id, &complete),
+                Answer::Error(mut error) => {
+                    legacy_error(&request.method, &mut error, session.version());
+                    return error_reply(&request.id, &error);
                 }
-                _ => {
-                    if let Some(Value::Object(error)) = message.get_mut("error") {
-                        legacy_error(&request.method, error, session.version());
-                    }
-                    return encoded(&message);
-                }
+                Answer::InputRequired(input) => input,
             };
             if round == limits.max_rounds {
                 break;
             }
             let mut answers = Map::new();
-            for (key, asked) in input.requests {
+            for asked in input.requests {
                 let Some(out) = notifier else {
                     return failure(
                         request,
                         "this request cannot receive server requests (send Accept: text/event-stream)",
                     );
                 };
-                let (method, params) = match outbound(asked, session.version()) {
-                    Some(call) => call,
-                    None => return failure(request, "the component asked for malformed input"),
-                };
+                let params = outbound_params(&asked, session.version());
                 match session
-                    .ask(out, &method, &params, limits.answer_timeout)
+                    .ask(out, asked.method, &params, limits.answer_timeout)
                     .await
                 {
                     Ok(answer) => {
-                        answers.insert(key, answer);
+                        answers.insert(asked.key, answer);
                     }
-                    Err(error) => return failure(request, &ask_failure(&method, &error)),
+                    Err(error) => return failure(request, &ask_failure(asked.method, &error)),
                 }
             }
             tracing::debug!(session = %session.id(), method = %request.method, round, answers = answers.len(), "bridged a round");
             params.insert("inputResponses".to_owned(), Value::Object(answers));
-            match input.state {
-                Some(state) => params.insert("requestState".to_owned(), state),
-                None => params.remove("requestState"),
-            };
+            params.insert(
+                "requestState".to_owned(),
+                Value::String(input.request_state),
+            );
         }
         failure(
             request,
@@ -118,79 +101,39 @@ impl Server {
     }
 }
 
-/// The input requests and state of an `input_required` result.
-struct InputRequired {
-    requests: Map<String, Value>,
-    state: Option<Value>,
-}
-
-impl InputRequired {
-    fn take(result: &mut Map<String, Value>) -> Self {
-        let requests = match result.remove("inputRequests") {
-            Some(Value::Object(requests)) => requests,
-            _ => Map::new(),
-        };
-        InputRequired {
-            requests,
-            state: result.remove("requestState"),
+/// The params to send the client for one input request, in the shape of
+/// the session's revision: form elicitation had no `mode` before
+/// 2025-11-25.
+fn outbound_params<'r>(asked: &'r InputRequest, version: &str) -> std::borrow::Cow<'r, str> {
+    if asked.method != "elicitation/create" || version >= "2025-11-25" {
+        return std::borrow::Cow::Borrowed(&asked.params);
+    }
+    match serde_json::from_str::<Map<String, Value>>(&asked.params) {
+        Ok(mut params) if params.get("mode").and_then(Value::as_str) == Some("form") => {
+            params.remove("mode");
+            std::borrow::Cow::Owned(Value::Object(params).to_string())
         }
+        _ => std::borrow::Cow::Borrowed(&asked.params),
     }
 }
 
-/// The method and params to send the client for one input request, in the
-/// shape of the session's revision (form elicitation had no `mode` before
-/// 2025-11-25).
-fn outbound(request: Value, version: &str) -> Option<(String, Value)> {
-    let Value::Object(mut request) = request else {
-        return None;
-    };
-    let method = request.remove("method")?.as_str()?.to_owned();
-    let mut params = request.remove("params").unwrap_or_else(|| json!({}));
-    if method == "elicitation/create"
-        && version < "2025-11-25"
-        && let Some(params) = params.as_object_mut()
-        && params.get("mode").and_then(Value::as_str) == Some("form")
-    {
-        params.remove("mode");
-    }
-    Some((method, params))
-}
-
-/// Removes what 2026-07-28 stamps on every result, including Airlock's own
-/// `_meta` entry.
-fn strip_modern_members(result: &mut Map<String, Value>) {
-    for member in MODERN_ONLY {
-        result.remove(*member);
-    }
-    if let Some(Value::Object(meta)) = result.get_mut("_meta") {
-        meta.remove("io.modelcontextprotocol/serverInfo");
-        if meta.is_empty() {
-            result.remove("_meta");
-        }
-    }
-}
-
-/// Rewrites a 2026-07-28 error for a legacy client: resource-not-found
+/// A 2026-07-28 error rewritten for a legacy client: resource-not-found
 /// takes its old code, and a missing capability (a code older revisions do
 /// not have) becomes an internal error that says what to declare.
-fn legacy_error(method: &str, error: &mut Map<String, Value>, version: &str) {
-    let code = error.get("code").and_then(Value::as_i64);
+fn legacy_error(method: &str, error: &mut RpcError, version: &str) {
     if method == "resources/read" && resources::is_not_found(error) {
-        error.insert("code".to_owned(), json!(LEGACY_RESOURCE_NOT_FOUND));
-    } else if code == Some(i64::from(codes::MISSING_REQUIRED_CLIENT_CAPABILITY)) {
+        error.code = LEGACY_RESOURCE_NOT_FOUND;
+    } else if error.code == codes::MISSING_REQUIRED_CLIENT_CAPABILITY {
         let needed = error
-            .get("data")
+            .data
+            .as_ref()
             .and_then(|d| d.get("requiredCapabilities"))
             .and_then(Value::as_object)
             .map(|caps| caps.keys().cloned().collect::<Vec<_>>().join(", "))
             .unwrap_or_default();
-        error.insert("code".to_owned(), json!(codes::INTERNAL_ERROR));
-        error.insert(
-            "message".to_owned(),
-            json!(format!(
-                "This request needs the client capability {needed}, which the session did not declare in initialize (MCP {version})"
-            )),
-        );
+        *error = RpcError::internal(format!(
+            "This request needs the client capability {needed}, which the session did not declare in initialize (MCP {version})"
+        ));
     }
 }
 
@@ -214,19 +157,27 @@ fn ask_failure(method: &str, error: &AskError) -> String {
 /// The internal error that ends a bridged request.
 fn failure(request: &Request, why: &str) -> Reply {
     tracing::info!(method = %request.method, id = %request.id, why, "bridged request failed");
+    error_reply(
+        &request.id,
+        &RpcError::internal(format!("{} failed: {why}", request.method)),
+    )
+}
+
+/// A legacy error reply: always HTTP 200 (older clients read errors from the
+/// body).
+fn error_reply(id: &Value, error: &RpcError) -> Reply {
     Reply {
-        body: jsonrpc::encode_error(
-            Some(&request.id),
-            &RpcError::internal(format!("{} failed: {why}", request.method)),
-        ),
+        body: jsonrpc::encode_error(Some(id), error),
         http_status: 200,
     }
 }
 
-/// A legacy reply: always HTTP 200 (older clients read errors from the body).
-fn encoded(message: &Map<String, Value>) -> Reply {
+/// A legacy result: the result's own members, without what 2026-07-28
+/// stamps on results (`resultType`, `ttlMs`, `cacheScope`, Airlock's
+/// `_meta`).
+fn result(id: &Value, complete: &Complete) -> Reply {
     Reply {
-        body: serde_json::to_vec(message).expect("a decoded message encodes"),
+        body: jsonrpc::encode_raw_result(id, &complete.members),
         http_status: 200,
     }
 }
@@ -234,50 +185,57 @@ fn encoded(message: &Map<String, Value>) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
-    fn results_lose_the_modern_stamping() {
-        let mut result = json!({
-            "content": [], "resultType": "complete", "ttlMs": 0, "cacheScope": "public",
-            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "airlock"}}
-        });
-        strip_modern_members(result.as_object_mut().unwrap());
-        assert_eq!(result, json!({"content": []}));
-        let mut kept = json!({"_meta": {"io.modelcontextprotocol/serverInfo": {}, "x": 1}});
-        strip_modern_members(kept.as_object_mut().unwrap());
-        assert_eq!(kept, json!({"_meta": {"x": 1}}));
+    fn results_keep_only_their_own_members() {
+        let mut complete = Complete::new(r#"{"content":[]}"#.to_owned()).cached(0, "public");
+        complete.meta.insert("x".into(), json!(1));
+        let reply = result(&json!(3), &complete);
+        let message: Value = serde_json::from_slice(&reply.body).unwrap();
+        assert_eq!(
+            message,
+            json!({"jsonrpc": "2.0", "id": 3, "result": {"content": []}})
+        );
+        assert_eq!(reply.http_status, 200);
     }
 
     #[test]
     fn errors_take_the_legacy_codes() {
-        let mut missing = json!({"code": -32602, "message": "Resource not found: a://b", "data": {"uri": "a://b"}});
-        let error = missing.as_object_mut().unwrap();
-        legacy_error("resources/read", error, "2025-11-25");
-        assert_eq!(error["code"], -32002);
-        let mut capability = json!({"code": -32021, "message": "m",
-            "data": {"requiredCapabilities": {"sampling": {}}}});
-        let error = capability.as_object_mut().unwrap();
-        legacy_error("tools/call", error, "2025-06-18");
-        assert_eq!(error["code"], codes::INTERNAL_ERROR);
-        assert!(error["message"].as_str().unwrap().contains("sampling"));
-        let mut other = json!({"code": -32602, "message": "Invalid params"});
-        legacy_error("tools/call", other.as_object_mut().unwrap(), "2025-11-25");
-        assert_eq!(other["code"], -32602);
+        let mut missing = RpcError::invalid_params("Resource not found: a://b")
+            .with_data(json!({"uri": "a://b"}));
+        legacy_error("resources/read", &mut missing, "2025-11-25");
+        assert_eq!(missing.code, -32002);
+        let mut capability = RpcError::new(codes::MISSING_REQUIRED_CLIENT_CAPABILITY, "m")
+            .with_data(json!({"requiredCapabilities": {"sampling": {}}}));
+        legacy_error("tools/call", &mut capability, "2025-06-18");
+        assert_eq!(capability.code, codes::INTERNAL_ERROR);
+        assert!(capability.message.contains("sampling"));
+        let mut other = RpcError::invalid_params("Invalid params");
+        legacy_error("tools/call", &mut other, "2025-11-25");
+        assert_eq!(other.code, -32602);
+        assert_eq!(
+            error_reply(&json!(1), &other).http_status,
+            200,
+            "older clients read errors from the body"
+        );
     }
 
     #[test]
     fn form_elicitation_drops_its_mode_before_2025_11_25() {
-        let asked = || {
-            json!({"method": "elicitation/create",
-                   "params": {"mode": "form", "message": "m", "requestedSchema": {}}})
+        let asked = InputRequest {
+            key: "k".into(),
+            method: "elicitation/create",
+            params: r#"{"mode":"form","message":"m","requestedSchema":{}}"#.into(),
         };
-        let (_, old) = outbound(asked(), "2025-06-18").unwrap();
+        let old: Value = serde_json::from_str(&outbound_params(&asked, "2025-06-18")).unwrap();
         assert_eq!(old, json!({"message": "m", "requestedSchema": {}}));
-        let (method, new) = outbound(asked(), "2025-11-25").unwrap();
-        assert_eq!(
-            (method.as_str(), &new["mode"]),
-            ("elicitation/create", &json!("form"))
-        );
-        assert!(outbound(json!([]), "2025-11-25").is_none());
+        assert_eq!(outbound_params(&asked, "2025-11-25"), asked.params);
+        let roots = InputRequest {
+            key: "r".into(),
+            method: "roots/list",
+            params: "{}".into(),
+        };
+        assert_eq!(outbound_params(&roots, "2025-03-26"), "{}");
     }
 }

@@ -149,7 +149,7 @@ impl Session {
         &self,
         out: &Notifier,
         method: &str,
-        params: &Value,
+        params: &str,
         timeout: Duration,
     ) -> Result<Value, AskError> {
         let id = self.next_request.fetch_add(1, Ordering::Relaxed);
@@ -165,7 +165,7 @@ impl Session {
             return Err(AskError::Gone);
         }
         if out
-            .send(jsonrpc::encode_request(id, method, params))
+            .send(jsonrpc::encode_raw_request(id, method, params))
             .await
             .is_err()
         {
@@ -353,8 +353,8 @@ mod tests {
     async fn answers_reach_the_asker_once() {
         let session = session();
         let (out, mut sent) = tokio::sync::mpsc::channel(4);
-        let params = json!({});
-        let ask = session.ask(&out, "roots/list", &params, Duration::from_secs(5));
+        let params = "{}";
+        let ask = session.ask(&out, "roots/list", params, Duration::from_secs(5));
         let answer = async {
             let request: Value = serde_json::from_slice(&sent.recv().await.unwrap()).unwrap();
             assert_eq!(request["method"], "roots/list");
@@ -377,9 +377,9 @@ mod tests {
         let session = session();
         let (out, mut sent) = tokio::sync::mpsc::channel(4);
         let timeout = Duration::from_millis(20);
-        let params = json!({});
+        let params = "{}";
         assert_eq!(
-            session.ask(&out, "roots/list", &params, timeout).await,
+            session.ask(&out, "roots/list", params, timeout).await,
             Err(AskError::TimedOut(timeout))
         );
         let asked: Value = serde_json::from_slice(&sent.recv().await.unwrap()).unwrap();
@@ -387,7 +387,7 @@ mod tests {
         assert_eq!(cancelled["method"], "notifications/cancelled");
         assert_eq!(cancelled["params"]["requestId"], asked["id"]);
         assert_eq!(session.awaited_count(), 0);
-        let ask = session.ask(&out, "roots/list", &params, Duration::from_secs(5));
+        let ask = session.ask(&out, "roots/list", params, Duration::from_secs(5));
         let close = async {
             tokio::task::yield_now().await;
             session.close();
