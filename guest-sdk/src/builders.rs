@@ -309,6 +309,45 @@ impl Tool {
         self
     }
 
+    /// Sets the JSON Schema of the arguments from their type `A`, which
+    /// derives `schemars::JsonSchema` beside `serde::Deserialize` (feature
+    /// `schemars`). Doc comments become descriptions: on a field, the
+    /// field's; on the type, the whole schema's (the model reads both).
+    ///
+    /// ```
+    /// # #[cfg(feature = "schemars")] {
+    /// use airlock_guest::{Tool, json};
+    /// use schemars::JsonSchema;
+    /// use serde::Deserialize;
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Args {
+    ///     /// The text to hash.
+    ///     text: String,
+    ///     /// How many times; once if left out.
+    ///     rounds: Option<u32>,
+    /// }
+    ///
+    /// let tool = Tool::new("hash", "Hashes a text.").input::<Args>();
+    /// let schema: serde_json::Value = serde_json::from_str(&tool.input_schema).unwrap();
+    /// assert_eq!(schema["type"], "object");
+    /// assert_eq!(schema["properties"]["text"]["description"], "The text to hash.");
+    /// assert_eq!(schema["required"], json!(["text"]));
+    /// # }
+    /// ```
+    #[cfg(feature = "schemars")]
+    pub fn input<A: schemars::JsonSchema>(self) -> Self {
+        self.input_schema(crate::schema::of_input::<A>())
+    }
+
+    /// Sets the JSON Schema of the structured content from its type `T`
+    /// (feature `schemars`), e.g. the type a tool passes to
+    /// [`Outcome::json`](crate::Outcome::json).
+    #[cfg(feature = "schemars")]
+    pub fn output<T: schemars::JsonSchema>(self) -> Self {
+        self.output_schema(crate::schema::of_output::<T>())
+    }
+
     /// Sets all behaviour hints at once.
     pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
         self.annotations = Some(annotations);

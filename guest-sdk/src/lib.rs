@@ -1,11 +1,17 @@
 //! Write MCP tools, prompts and resources for Airlock as WebAssembly
 //! components.
 //!
-//! A component is a `cdylib` crate that implements [`Tools`] (and, if it
-//! wants, [`Prompts`], [`Resources`] and [`Completions`]) for a type and
-//! hands it to [`export!`]. Build it with
-//! `cargo build --release --target wasm32-wasip2` and drop the resulting
-//! `.wasm` into Airlock's tools directory.
+//! A component is a `cdylib` crate that declares its tools with a
+//! [`ToolRouter`] (or implements [`Tools`] by hand), and if it wants
+//! [`Prompts`], [`Resources`] and [`Completions`], for a type it hands to
+//! [`export!`]. `airlock new NAME` creates such a crate. Build it with
+//! `cargo build --release --target wasm32-wasip2` (or
+//! `cargo component build --release`) and drop the resulting `.wasm` into
+//! Airlock's tools directory.
+//!
+//! The crate carries the WIT contract between Airlock and its components
+//! (the package `airlock:mcp` in its `wit/` folder); its doc comments say
+//! exactly what a component may return and what the host guarantees.
 //!
 //! # The model
 //!
@@ -14,6 +20,10 @@
 //!   [`Outcome`]: either a finished [`CallResult`], or an [`InputRequired`]
 //!   asking the client for something (a form, a URL visit, a completion from
 //!   its model, its roots) and carrying the tool's own state.
+//! * A [`ToolRouter`] makes both from one declaration per tool: its name,
+//!   its handler (which gets the arguments already deserialized) and its
+//!   description, with the input schema derived from the arguments' type
+//!   under the `schemars` feature ([`Tool::input`](Tool#method.input)).
 //! * When the client has answered, it calls the tool again. Airlock runs that
 //!   retry in a **fresh instance**: globals are gone, and all the tool knows is
 //!   the arguments, the answers ([`Inputs::elicitation`], [`Inputs::sampling`],
@@ -27,13 +37,54 @@
 //! Components can also write to the log ([`log`]), report [`progress`] while
 //! they run, and report changes of their lists ([`notify`]).
 //!
+//! # What a tool can rely on
+//!
+//! * **A fresh instance for every call, and for every round of a
+//!   multi-round call.** Globals start from scratch each time, so a tool
+//!   keeps no memory between calls. What the next round needs goes into the
+//!   state it returns with [`InputRequired`]; Airlock seals it (encrypted and
+//!   authenticated, bound to the caller, the tool, its arguments and an
+//!   expiry) and hands it back unsealed and verified ([`Inputs::state`]).
+//!   Any Airlock process sharing the key ring can serve any round.
+//! * **The answers arrive by the keys the tool chose.** A client may leave
+//!   some out (ask again) or add others (ignore them).
+//! * **No input request the client cannot answer.** Airlock never sends a
+//!   request the client did not declare a capability for: the call fails
+//!   with `-32021` naming the capability. Check [`Inputs::client`] first to
+//!   offer a fallback instead.
+//! * **A retry is bound to the tool's name, not to one build.** When a new
+//!   version of the component replaces the file between two rounds, the
+//!   retry runs on the new version with the state the old one sealed: keep
+//!   the state readable by the next version, use what is still needed and
+//!   ask only for what is new. The same holds for prompts and resources.
+//! * **Lists are read once, when the component loads.** A component whose
+//!   lists depend on something outside it calls
+//!   [`notify::list_changed`]; Airlock lists it again and tells subscribers.
+//!   [`notify::resource_updated`] tells the subscribers of one URI.
+//! * **Nothing is granted but what its manifest grants.** Without a manifest
+//!   (`NAME.toml` beside `NAME.wasm`) a component gets no files, no
+//!   environment variables, no name lookups and no outbound HTTP: only clocks,
+//!   random numbers and the host imports of the contract (log, progress,
+//!   change reports). A manifest can grant directories, named environment
+//!   variables and secrets, and outbound HTTP to listed hosts; sockets stay
+//!   denied whatever it says.
+//! * **Every call has limits, and fails alone.** A memory cap, a wall-clock
+//!   deadline, a bound on the size of the reply (and on its content blocks
+//!   and input requests), on host resources and on log and progress events.
+//!   A tool that loops, traps, overflows its stack or eats memory ends its
+//!   own call with an `is_error` result naming the limit it hit (prompts,
+//!   reads and completions: a JSON-RPC error); the server keeps serving.
+//!   The server sets the defaults; a manifest's `[limits]` sets them per
+//!   component.
+//!
 //! # At a glance
 //!
 //! | to | use |
 //! |---|---|
-//! | describe a tool | [`Tool::new`]`(name, description).input_schema(json!(…))`, hints such as [`Tool::read_only`] |
-//! | read the arguments | [`Call::args`]`::<T>()`; its [`Error`] becomes an `is_error` result with `?` |
-//! | finish | [`Outcome::text`], [`Outcome::error`], [`Outcome::json`], or a [`CallResult`] built with `with_*` (images, audio, resource links, embedded resources, structured content) |
+//! | declare tools | [`ToolRouter::new`]`().tool(name, handler, \|name\| Tool::new(name, description)…)` in [`RoutedTools::router`] |
+//! | describe a tool | [`Tool::new`]`(name, description).input_schema(json!(…))`, or `.input::<Args>()` with the `schemars` feature; hints such as [`Tool::read_only`] |
+//! | read the arguments | a [`ToolRouter`] handler's first parameter, or [`Call::args`]`::<T>()`; bad arguments become an `is_error` result |
+//! | finish | [`Outcome::text`], [`Outcome::error`], [`Outcome::json`], or a [`CallResult`] built with `with_*` (images, audio, resource links, embedded resources, structured content); an [`Error`] converts too |
 //! | ask the user | [`InputRequired::elicit_form`], [`InputRequired::elicit_url`]; read the answer with [`Inputs::elicitation`] and [`ElicitationResponse::accepted_content`] |
 //! | ask the client's model | [`InputRequired::sample`] with a [`SamplingRequest`]; read [`Inputs::sampling`] and [`SamplingResponse::text`] |
 //! | ask for roots | [`InputRequired::list_roots`]; read [`Inputs::roots`] |
@@ -44,7 +95,7 @@
 //! | offer resources | [`Resource::new`]`(uri, name).mime_type(…)`, [`ResourceTemplate::new`]; read [`ResourceRead::uri`], [`ResourceRead::variable`]; finish with [`ResourceContents::text`] / [`ResourceContents::blob`] or [`ReadOutcome::NotFound`] |
 //! | complete arguments | [`Completion::new`]`(values)` (capped at 100), [`Completion::matching`]`(candidates, typed)` |
 //! | report a changed list or resource | [`notify::list_changed`]`(ListKind::Tools)`, [`notify::resource_updated`]`(uri)` |
-//! | export | [`export!`]`(MyTools)`, or `export! { tools: T, prompts: P, resources: R, completions: C }` |
+//! | export | [`export!`]`(MyTools)`, or `export! { tools: T, prompts: P, resources: R, completions: C }`: the component exports what is named, nothing else |
 //!
 //! # Example
 //!
@@ -52,29 +103,22 @@
 //! did not give one:
 //!
 //! ```no_run
-//! use airlock_guest::{Call, Error, InputRequired, Outcome, Tool, Tools, json};
+//! use airlock_guest::{Call, Error, InputRequired, Outcome, RoutedTools, Tool, ToolRouter, json};
 //! use serde::Deserialize;
 //!
 //! struct Greeter;
 //!
-//! impl Tools for Greeter {
-//!     fn list() -> Vec<Tool> {
-//!         vec![
-//!             Tool::new("greet", "Greets someone; asks the user who if no name is given.")
+//! impl RoutedTools for Greeter {
+//!     fn router() -> ToolRouter {
+//!         ToolRouter::new().tool("greet", greet, |name| {
+//!             Tool::new(name, "Greets someone; asks the user who if no name is given.")
 //!                 .input_schema(json!({
 //!                     "type": "object",
 //!                     "properties": { "name": { "type": "string" } },
 //!                     "required": []
 //!                 }))
-//!                 .read_only(),
-//!         ]
-//!     }
-//!
-//!     fn call(call: Call) -> Outcome {
-//!         match call.name() {
-//!             "greet" => greet(&call).into(),
-//!             other => Outcome::unknown_tool(other),
-//!         }
+//!                 .read_only()
+//!         })
 //!     }
 //! }
 //!
@@ -84,9 +128,9 @@
 //!     name: Option<String>,
 //! }
 //!
-//! fn greet(call: &Call) -> Result<Outcome, Error> {
-//!     // Bad arguments become an `is_error` result the model can read.
-//!     let args: Name = call.args()?;
+//! // Arguments that are not a `Name` never get here: the call completes with
+//! // an `is_error` result the model can read. So does an `Err`.
+//! fn greet(args: Name, call: &Call) -> Result<Outcome, Error> {
 //!     if let Some(name) = args.name {
 //!         return Ok(Outcome::text(format!("Hello, {name}!")));
 //!     }
@@ -103,7 +147,7 @@
 //!                 }),
 //!             )
 //!             .into()),
-//!         // Second round: the user answered.
+//!         // Second round, in a fresh instance: the user answered.
 //!         Some(answer) => match answer.accepted_content::<Name>().and_then(|form| form.name) {
 //!             Some(name) => Ok(Outcome::text(format!("Hello, {name}!"))),
 //!             None => Err(Error::new("nobody to greet: the user did not give a name")),
@@ -137,6 +181,9 @@ pub mod notify;
 mod outcome;
 mod prompts;
 mod resources;
+mod router;
+#[cfg(feature = "schemars")]
+mod schema;
 
 pub use call::Call;
 pub use completions::MAX_COMPLETION_VALUES;
@@ -146,6 +193,7 @@ pub use log::progress;
 pub use outcome::Outcome;
 pub use prompts::PromptRequest;
 pub use resources::ResourceRead;
+pub use router::{RoutedTools, ToolRouter};
 /// The `serde_json` crate, re-exported for [`serde_json::Value`] and friends.
 pub use serde_json;
 /// Builds a [`serde_json::Value`] from JSON-like syntax; handy for schemas.
@@ -165,16 +213,16 @@ pub use types::{
 /// are plain data with public fields; the SDK adds builder methods to the
 /// ones a component usually constructs.
 pub mod types {
-    pub use crate::bindings::airlock::mcp::types::*;
-    pub use crate::bindings::exports::airlock::mcp::completions::{
+    pub use crate::bindings::completions::exports::airlock::mcp::completions::{
         Completion, CompletionRequest, CompletionTarget,
     };
-    pub use crate::bindings::exports::airlock::mcp::prompts::{
+    pub use crate::bindings::prompts::exports::airlock::mcp::prompts::{
         Prompt, PromptArgument, PromptMessage, PromptOutcome, PromptResult,
     };
-    pub use crate::bindings::exports::airlock::mcp::resources::{
+    pub use crate::bindings::resources::exports::airlock::mcp::resources::{
         ReadOutcome, Resource, ResourceTemplate, TemplateMatch,
     };
+    pub use crate::bindings::types::*;
 }
 
 /// The tools of one component.
@@ -182,6 +230,9 @@ pub mod types {
 /// Implement it for a type (usually an empty `struct`) and pass that type to
 /// [`export!`]. Both functions are associated functions, not methods: a
 /// component keeps no state between calls, so there is no `self` to keep.
+///
+/// Implementing [`RoutedTools`] instead gives both from a [`ToolRouter`],
+/// where each tool is declared once.
 pub trait Tools {
     /// Describes every tool of the component.
     ///
@@ -258,11 +309,14 @@ pub trait Completions {
 
 /// Exports the component's tools, prompts, resources and completions.
 ///
-/// Use it exactly once per component crate, at the top level. It generates
-/// the component's exports (the WIT world `server`); nothing else is needed.
+/// Use it exactly once per component crate, at the top level. The
+/// component exports the interfaces it names and no other: each key
+/// contributes its interface's world (`tool-provider`, `prompt-provider`,
+/// `resource-provider`, `completion-provider`), so `airlock inspect` shows
+/// exactly what the component serves. Nothing else is needed.
 ///
-/// **Tools only.** Pass the [`Tools`] type; the component then offers no
-/// prompts, no resources and empty completions:
+/// **Tools only.** Pass the [`Tools`] type (a [`RoutedTools`] type is one);
+/// the component exports `airlock:mcp/tools` alone:
 ///
 /// ```no_run
 /// use airlock_guest::{Call, Outcome, Tool, Tools};
@@ -286,8 +340,11 @@ pub trait Completions {
 /// ```
 ///
 /// **Any subset, by name.** Keys `tools`, `prompts`, `resources` and
-/// `completions`, each optional and given at most once, in any order; the
-/// ones left out offer nothing. One type may implement several traits:
+/// `completions`, each optional and given at most once (twice is a
+/// duplicate symbol), in any order; the ones left out are not exported, and
+/// Airlock serves nothing of them (a completion request for a component
+/// without `completions` gets no values). One type may implement several
+/// traits:
 ///
 /// ```no_run
 /// use airlock_guest::{
@@ -352,57 +409,25 @@ pub trait Completions {
 /// ```
 #[macro_export]
 macro_rules! export {
-    () => {
-        $crate::__export_components! {
-            [$crate::__private::Nothing]
-            [$crate::__private::Nothing]
-            [$crate::__private::Nothing]
-            [$crate::__private::Nothing]
-        }
-    };
     ($($key:ident : $component:ty),+ $(,)?) => {
-        $crate::__export_components! {
-            [$crate::__private::Nothing]
-            [$crate::__private::Nothing]
-            [$crate::__private::Nothing]
-            [$crate::__private::Nothing]
-            $($key : $component,)+
-        }
+        $($crate::__export_interface! { $key : $component })+
     };
     ($tools:ty $(,)?) => {
         $crate::export! { tools: $tools }
     };
 }
 
-/// Support for [`export!`]: sorts the named components into the four slots
-/// (tools, prompts, resources, completions), then generates the exports.
+/// Support for [`export!`]: the exports of one interface, implemented by
+/// one type, and the world that declares them (`tool-provider`,
+/// `prompt-provider`, `resource-provider` or `completion-provider`).
 #[doc(hidden)]
 #[macro_export]
-macro_rules! __export_components {
-    ([$t:ty] [$p:ty] [$r:ty] [$c:ty] tools : $v:ty, $($rest:tt)*) => {
-        $crate::__export_components! { [$v] [$p] [$r] [$c] $($rest)* }
-    };
-    ([$t:ty] [$p:ty] [$r:ty] [$c:ty] prompts : $v:ty, $($rest:tt)*) => {
-        $crate::__export_components! { [$t] [$v] [$r] [$c] $($rest)* }
-    };
-    ([$t:ty] [$p:ty] [$r:ty] [$c:ty] resources : $v:ty, $($rest:tt)*) => {
-        $crate::__export_components! { [$t] [$p] [$v] [$c] $($rest)* }
-    };
-    ([$t:ty] [$p:ty] [$r:ty] [$c:ty] completions : $v:ty, $($rest:tt)*) => {
-        $crate::__export_components! { [$t] [$p] [$r] [$v] $($rest)* }
-    };
-    ([$t:ty] [$p:ty] [$r:ty] [$c:ty] $other:ident : $($rest:tt)*) => {
-        ::core::compile_error!(::core::concat!(
-            "airlock_guest::export!: unknown key `",
-            ::core::stringify!($other),
-            "`; the keys are tools, prompts, resources and completions"
-        ));
-    };
-    ([$t:ty] [$p:ty] [$r:ty] [$c:ty]) => {
+macro_rules! __export_interface {
+    (tools : $t:ty) => {
         const _: () = {
-            struct AirlockExport;
+            struct AirlockTools;
 
-            impl $crate::__private::ToolsGuest for AirlockExport {
+            impl $crate::__private::ToolsGuest for AirlockTools {
                 fn list_tools() -> ::std::vec::Vec<$crate::types::Tool> {
                     $crate::__private::list_tools::<$t>()
                 }
@@ -416,9 +441,18 @@ macro_rules! __export_components {
                 }
             }
 
-            impl $crate::__private::PromptsGuest for AirlockExport {
+            $crate::bindings::tools::__export_tools!(
+                AirlockTools with_types_in $crate::bindings::tools
+            );
+        };
+    };
+    (prompts : $t:ty) => {
+        const _: () = {
+            struct AirlockPrompts;
+
+            impl $crate::__private::PromptsGuest for AirlockPrompts {
                 fn list_prompts() -> ::std::vec::Vec<$crate::types::Prompt> {
-                    $crate::__private::list_prompts::<$p>()
+                    $crate::__private::list_prompts::<$t>()
                 }
 
                 fn get_prompt(
@@ -426,17 +460,26 @@ macro_rules! __export_components {
                     arguments: ::std::vec::Vec<(::std::string::String, ::std::string::String)>,
                     round: $crate::types::Round,
                 ) -> $crate::types::PromptOutcome {
-                    $crate::__private::get_prompt::<$p>(name, arguments, round)
+                    $crate::__private::get_prompt::<$t>(name, arguments, round)
                 }
             }
 
-            impl $crate::__private::ResourcesGuest for AirlockExport {
+            $crate::bindings::prompts::__export_prompts!(
+                AirlockPrompts with_types_in $crate::bindings::prompts
+            );
+        };
+    };
+    (resources : $t:ty) => {
+        const _: () = {
+            struct AirlockResources;
+
+            impl $crate::__private::ResourcesGuest for AirlockResources {
                 fn list_resources() -> ::std::vec::Vec<$crate::types::Resource> {
-                    $crate::__private::list_resources::<$r>()
+                    $crate::__private::list_resources::<$t>()
                 }
 
                 fn list_resource_templates() -> ::std::vec::Vec<$crate::types::ResourceTemplate> {
-                    $crate::__private::list_resource_templates::<$r>()
+                    $crate::__private::list_resource_templates::<$t>()
                 }
 
                 fn read_resource(
@@ -444,71 +487,53 @@ macro_rules! __export_components {
                     template: ::std::option::Option<$crate::types::TemplateMatch>,
                     round: $crate::types::Round,
                 ) -> $crate::types::ReadOutcome {
-                    $crate::__private::read_resource::<$r>(uri, template, round)
+                    $crate::__private::read_resource::<$t>(uri, template, round)
                 }
             }
 
-            impl $crate::__private::CompletionsGuest for AirlockExport {
-                fn complete(request: $crate::types::CompletionRequest) -> $crate::types::Completion {
-                    $crate::__private::complete::<$c>(request)
-                }
-            }
-
-            $crate::bindings::__export_server!(AirlockExport with_types_in $crate::bindings);
+            $crate::bindings::resources::__export_resources!(
+                AirlockResources with_types_in $crate::bindings::resources
+            );
         };
+    };
+    (completions : $t:ty) => {
+        const _: () = {
+            struct AirlockCompletions;
+
+            impl $crate::__private::CompletionsGuest for AirlockCompletions {
+                fn complete(
+                    request: $crate::types::CompletionRequest,
+                ) -> $crate::types::Completion {
+                    $crate::__private::complete::<$t>(request)
+                }
+            }
+
+            $crate::bindings::completions::__export_completions!(
+                AirlockCompletions with_types_in $crate::bindings::completions
+            );
+        };
+    };
+    ($other:ident : $t:ty) => {
+        ::core::compile_error!(::core::concat!(
+            "airlock_guest::export!: unknown key `",
+            ::core::stringify!($other),
+            "`; the keys are tools, prompts, resources and completions"
+        ));
     };
 }
 
 /// Support code for [`export!`]; not part of the public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::bindings::exports::airlock::mcp::completions::Guest as CompletionsGuest;
-    pub use crate::bindings::exports::airlock::mcp::prompts::Guest as PromptsGuest;
-    pub use crate::bindings::exports::airlock::mcp::resources::Guest as ResourcesGuest;
-    pub use crate::bindings::exports::airlock::mcp::tools::Guest as ToolsGuest;
+    pub use crate::bindings::completions::exports::airlock::mcp::completions::Guest as CompletionsGuest;
+    pub use crate::bindings::prompts::exports::airlock::mcp::prompts::Guest as PromptsGuest;
+    pub use crate::bindings::resources::exports::airlock::mcp::resources::Guest as ResourcesGuest;
+    pub use crate::bindings::tools::exports::airlock::mcp::tools::Guest as ToolsGuest;
     use crate::types::{
         CallOutcome, Completion, CompletionRequest, Prompt, PromptOutcome, ReadOutcome, Resource,
         ResourceTemplate, Round, TemplateMatch, Tool,
     };
-    use crate::{
-        Call, Completions, Outcome, PromptRequest, Prompts, ResourceRead, Resources, Tools,
-    };
-
-    /// What [`export!`](crate::export) exports for a key left out: no
-    /// tools, no prompts, no resources, empty completions.
-    pub struct Nothing;
-
-    impl Tools for Nothing {
-        fn list() -> Vec<Tool> {
-            Vec::new()
-        }
-
-        fn call(call: Call) -> Outcome {
-            Outcome::unknown_tool(call.name())
-        }
-    }
-
-    impl Prompts for Nothing {
-        fn list() -> Vec<Prompt> {
-            Vec::new()
-        }
-
-        fn get(request: PromptRequest) -> PromptOutcome {
-            PromptOutcome::unknown_prompt(request.name())
-        }
-    }
-
-    impl Resources for Nothing {
-        fn read(_: ResourceRead) -> ReadOutcome {
-            ReadOutcome::NotFound
-        }
-    }
-
-    impl Completions for Nothing {
-        fn complete(_: CompletionRequest) -> Completion {
-            Completion::empty()
-        }
-    }
+    use crate::{Call, Completions, PromptRequest, Prompts, ResourceRead, Resources, Tools};
 
     /// The `list-tools` export of a [`Tools`] type.
     pub fn list_tools<T: Tools>() -> Vec<Tool> {

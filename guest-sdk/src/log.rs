@@ -12,7 +12,7 @@
 //! log::warn(format!("retrying after {} ms", 250));
 //! ```
 
-pub use crate::bindings::airlock::mcp::host::LogLevel as Level;
+pub use crate::bindings::host::LogLevel as Level;
 
 /// Logs `message` at `level`.
 pub fn log(level: Level, message: impl AsRef<str>) {
@@ -60,7 +60,7 @@ pub fn progress(progress: f64, total: Option<f64>, message: Option<&str>) {
 #[cfg(target_arch = "wasm32")]
 mod imp {
     use super::Level;
-    use crate::bindings::airlock::mcp::host;
+    use crate::bindings::host;
 
     pub fn log(level: Level, message: &str) {
         host::log(level, message);

@@ -13,7 +13,7 @@
 //! notify::resource_updated("test://watched-resource");
 //! ```
 
-pub use crate::bindings::airlock::mcp::host::ListKind;
+pub use crate::bindings::host::ListKind;
 
 /// Reports that this component's list of `kind` (tools, prompts, or
 /// resources and resource templates) has changed.
@@ -30,7 +30,7 @@ pub fn resource_updated(uri: impl AsRef<str>) {
 #[cfg(target_arch = "wasm32")]
 mod imp {
     use super::ListKind;
-    use crate::bindings::airlock::mcp::host;
+    use crate::bindings::host;
 
     pub fn list_changed(kind: ListKind) {
         host::notify_list_changed(kind);

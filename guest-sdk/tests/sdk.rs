@@ -265,7 +265,7 @@ fn results_convert_from_either_side() {
 // ---------------------------------------------------------------------------
 
 mod components {
-    use airlock_guest::__private::{self, Nothing};
+    use airlock_guest::__private;
     use airlock_guest::notify::{self, ListKind};
     use airlock_guest::types::{
         ClientCapabilities, CompletionTarget, ContentBlock, ElicitationRequest, InputRequest,
@@ -617,34 +617,6 @@ mod components {
         );
         assert_eq!(request.template(), Some("test://n/{id}"));
         assert_eq!(request.prompt(), None);
-    }
-
-    #[test]
-    fn left_out_components_offer_nothing() {
-        assert!(__private::list_tools::<Nothing>().is_empty());
-        assert!(__private::list_prompts::<Nothing>().is_empty());
-        assert!(__private::list_resources::<Nothing>().is_empty());
-        assert!(__private::list_resource_templates::<Nothing>().is_empty());
-        assert_eq!(
-            Outcome::from(__private::call_tool::<Nothing>(
-                "x".into(),
-                "{}".into(),
-                Round::default()
-            )),
-            Outcome::unknown_tool("x")
-        );
-        assert_eq!(
-            __private::get_prompt::<Nothing>("p".into(), Vec::new(), Round::default()),
-            PromptOutcome::unknown_prompt("p")
-        );
-        assert!(
-            __private::read_resource::<Nothing>("test://a".into(), None, Round::default())
-                .is_not_found()
-        );
-        assert_eq!(
-            __private::complete::<Nothing>(CompletionRequest::for_prompt("p", "a", "")),
-            Completion::empty()
-        );
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Host-side bindings of the `server` world (`wit/worlds.wit`).
+//! Host-side bindings of the `server` world (`guest-sdk/wit/worlds.wit`: the
+//! guest SDK crate carries the WIT package, so that it is published with it).
 //!
 //! A component may export any non-empty subset of the world's interfaces
 //! (`tools`, `prompts`, `resources`, `completions`), so the host never uses
@@ -23,7 +24,7 @@ mod generated {
 
     wasmtime::component::bindgen!({
         world: "server",
-        path: "../wit",
+        path: "../guest-sdk/wit",
         imports: { default: async | trappable },
         exports: { default: async },
     });

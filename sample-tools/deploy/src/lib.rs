@@ -10,60 +10,55 @@
 //! `deploy`, declining, cancelling or `ok: false` refuse the deployment; for
 //! `confirm` they mean "not yet", so it asks again. See README.md.
 
-use airlock_guest::{Call, Error, InputRequired, Outcome, Tool, Tools, json};
+use airlock_guest::{Call, Error, InputRequired, Outcome, RoutedTools, Tool, ToolRouter, json};
 use serde::Deserialize;
 
 struct Deploy;
 
-impl Tools for Deploy {
-    fn list() -> Vec<Tool> {
-        vec![
-            Tool::new(
-                "deploy",
-                "Deploys a service to an environment. Deploying to production \
-                 asks the user to confirm first.",
-            )
-            .title("Deploy")
-            .input_schema(json!({
-                "type": "object",
-                "properties": {
-                    "service": {
-                        "type": "string",
-                        "description": "The service to deploy, e.g. `billing`."
+impl RoutedTools for Deploy {
+    fn router() -> ToolRouter {
+        ToolRouter::new()
+            .tool("deploy", deploy, |name| {
+                Tool::new(
+                    name,
+                    "Deploys a service to an environment. Deploying to production \
+                     asks the user to confirm first.",
+                )
+                .title("Deploy")
+                .input_schema(json!({
+                    "type": "object",
+                    "properties": {
+                        "service": {
+                            "type": "string",
+                            "description": "The service to deploy, e.g. `billing`."
+                        },
+                        "environment": {
+                            "type": "string",
+                            "description": "Where to deploy, e.g. `staging` or `production`."
+                        }
                     },
-                    "environment": {
-                        "type": "string",
-                        "description": "Where to deploy, e.g. `staging` or `production`."
-                    }
-                },
-                "required": ["service", "environment"]
-            }))
-            .destructive(true),
-            Tool::new(
-                "confirm",
-                "Asks the user to confirm an action, again until they do, then reports it confirmed.",
-            )
-            .title("Confirm")
-            .input_schema(json!({
-                "type": "object",
-                "properties": {
-                    "action": {
-                        "type": "string",
-                        "description": "The action to confirm, as the user will read it."
-                    }
-                },
-                "required": ["action"]
-            }))
-            .read_only(),
-        ]
-    }
-
-    fn call(call: Call) -> Outcome {
-        match call.name() {
-            "deploy" => deploy(&call).into(),
-            "confirm" => confirm(&call).into(),
-            other => Outcome::unknown_tool(other),
-        }
+                    "required": ["service", "environment"]
+                }))
+                .destructive(true)
+            })
+            .tool("confirm", confirm, |name| {
+                Tool::new(
+                    name,
+                    "Asks the user to confirm an action, again until they do, then reports it confirmed.",
+                )
+                .title("Confirm")
+                .input_schema(json!({
+                    "type": "object",
+                    "properties": {
+                        "action": {
+                            "type": "string",
+                            "description": "The action to confirm, as the user will read it."
+                        }
+                    },
+                    "required": ["action"]
+                }))
+                .read_only()
+            })
     }
 }
 
@@ -75,11 +70,13 @@ struct DeployArgs {
     environment: String,
 }
 
-fn deploy(call: &Call) -> Result<Outcome, Error> {
-    let DeployArgs {
+fn deploy(
+    DeployArgs {
         service,
         environment,
-    } = call.args()?;
+    }: DeployArgs,
+    call: &Call,
+) -> Result<Outcome, Error> {
     if environment == "production" {
         match confirmation(call) {
             Answer::Missing => {
@@ -104,12 +101,11 @@ struct ConfirmArgs {
     action: String,
 }
 
-fn confirm(call: &Call) -> Result<Outcome, Error> {
-    let ConfirmArgs { action } = call.args()?;
-    Ok(match confirmation(call) {
+fn confirm(ConfirmArgs { action }: ConfirmArgs, call: &Call) -> Outcome {
+    match confirmation(call) {
         Answer::Confirmed => Outcome::text(format!("confirmed {action}")),
         Answer::Missing | Answer::Refused => ask(format!("Confirm {action}?")),
-    })
+    }
 }
 
 /// Where the confirmation stands in this round.
@@ -157,7 +153,7 @@ fn ask(message: String) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use airlock_guest::ElicitationResponse;
+    use airlock_guest::{ElicitationResponse, Tools};
 
     fn answered(call: &Call, answer: ElicitationResponse) -> Outcome {
         let asked = Deploy::call(call.clone());

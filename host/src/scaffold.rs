@@ -1,0 +1,279 @@
+//! `airlock new NAME`: a tool crate of its own, with one example tool, that
+//! builds into a component Airlock serves (with plain cargo or
+//! cargo-component), its unit tests and a README saying how.
+//!
+//! The files are the templates in `scaffold/`, with `{{name}}` (the crate),
+//! `{{lib}}` (its library, the `.wasm`'s name), `{{tool}}` (the example
+//! tool) and `{{sdk}}` (the `airlock-guest` dependency) filled in.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+
+/// What `airlock new` creates, and where.
+#[derive(Debug, Clone)]
+pub struct NewToolConfig {
+    /// The crate's name, also the example tool's (see [`check_name`]).
+    pub name: String,
+    /// The directory the crate's directory is created in.
+    pub parent: PathBuf,
+    /// Where the crate gets the guest SDK from.
+    pub sdk: SdkSource,
+}
+
+/// Where a new tool crate gets `airlock-guest` from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SdkSource {
+    /// The registry, at the version of this `airlock` (the SDK and the
+    /// host are released together).
+    Registry,
+    /// A local copy of the SDK crate (its directory, holding `Cargo.toml`).
+    Path(PathBuf),
+}
+
+/// The templates, by the path of the file each one becomes.
+const TEMPLATES: [(&str, &str); 4] = [
+    ("Cargo.toml", include_str!("scaffold/Cargo.toml.template")),
+    (".gitignore", include_str!("scaffold/gitignore.template")),
+    ("README.md", include_str!("scaffold/README.md.template")),
+    ("src/lib.rs", include_str!("scaffold/lib.rs.template")),
+];
+
+/// The longest name: the limit on a tool's name.
+const MAX_NAME_LEN: usize = 64;
+
+/// Names cargo refuses for a crate, separated by spaces: Rust's keywords and
+/// the crates of the standard library.
+const RESERVED: &str = "\
+    abstract alloc as async await become box break const continue core crate do \
+    dyn else enum extern false final fn for gen if impl in let loop macro match \
+    mod move mut override priv proc_macro pub ref return self Self static std \
+    struct super test trait true try type typeof unsafe unsized use virtual \
+    where while yield";
+
+/// Checks that `name` can name both a crate and a tool: 1 to 64 ASCII
+/// letters, digits, `_` and `-`, starting with a letter, and no keyword or
+/// standard crate. The error says which rule it breaks.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let Some(first) = name.chars().next() else {
+        return Err("the name is empty".into());
+    };
+    if name.len() > MAX_NAME_LEN {
+        return Err(format!(
+            "`{name}` is longer than {MAX_NAME_LEN} characters (the limit on a tool's name)"
+        ));
+    }
+    if !first.is_ascii_alphabetic() {
+        return Err(format!("`{name}` must start with an ASCII letter"));
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+    {
+        return Err(format!(
+            "`{name}` has {bad:?}: a crate and tool name takes ASCII letters, digits, `_` and `-`"
+        ));
+    }
+    let lib = lib_name(name);
+    if RESERVED.split_whitespace().any(|reserved| reserved == lib) {
+        return Err(format!(
+            "`{name}` is a Rust keyword or a standard crate's name"
+        ));
+    }
+    Ok(())
+}
+
+/// Creates the crate `config.name` in `config.parent` (made if missing) and
+/// returns its directory. Refuses a name [`check_name`] refuses, a directory
+/// that exists already, and an SDK path without a `Cargo.toml`.
+pub fn create(config: &NewToolConfig) -> anyhow::Result<PathBuf> {
+    check_name(&config.name).map_err(anyhow::Error::msg)?;
+    let sdk = dependency(&config.sdk)?;
+    std::fs::create_dir_all(&config.parent)
+        .with_context(|| format!("creating {}", config.parent.display()))?;
+    let dir = config.parent.join(&config.name);
+    std::fs::create_dir(&dir).with_context(|| {
+        format!(
+            "creating {} (a new tool gets a directory of its own)",
+            dir.display()
+        )
+    })?;
+    let lib = lib_name(&config.name);
+    for (path, template) in TEMPLATES {
+        let text = template
+            .replace("{{name}}", &config.name)
+            .replace("{{lib}}", &lib)
+            .replace("{{tool}}", &config.name)
+            .replace("{{sdk}}", &sdk);
+        let path = dir.join(path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(dir)
+}
+
+/// The crate's library name: its name with `-` as `_`, as cargo makes it.
+fn lib_name(name: &str) -> String {
+    name.replace('-', "_")
+}
+
+/// The `airlock-guest` dependency's value in `Cargo.toml` (an inline table).
+fn dependency(sdk: &SdkSource) -> anyhow::Result<String> {
+    let source = match sdk {
+        SdkSource::Registry => format!("version = \"{}\"", env!("CARGO_PKG_VERSION")),
+        SdkSource::Path(path) => {
+            let dir = std::fs::canonicalize(path)
+                .with_context(|| format!("the SDK path {}", path.display()))?;
+            if !dir.join("Cargo.toml").is_file() {
+                bail!(
+                    "the SDK path {} holds no Cargo.toml (give the airlock-guest crate's directory)",
+                    dir.display()
+                );
+            }
+            format!("path = {}", toml_string(&dir)?)
+        }
+    };
+    Ok(format!("{{ {source}, features = [\"schemars\"] }}"))
+}
+
+/// `path` as a TOML basic string. JSON's string escapes are a subset of
+/// TOML's, so serde_json writes it.
+fn toml_string(path: &Path) -> anyhow::Result<String> {
+    let text = path
+        .to_str()
+        .with_context(|| format!("the path {} is not UTF-8", path.display()))?;
+    Ok(serde_json::Value::from(text).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(parent: &Path, name: &str, sdk: SdkSource) -> NewToolConfig {
+        NewToolConfig {
+            name: name.into(),
+            parent: parent.to_path_buf(),
+            sdk,
+        }
+    }
+
+    fn manifest(dir: &Path) -> toml::Table {
+        let text = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        text.parse().expect("Cargo.toml is TOML")
+    }
+
+    #[test]
+    fn names_of_crates_and_tools_pass() {
+        for name in [
+            "weather",
+            "weather-report",
+            "get_time2",
+            "A",
+            &"x".repeat(64),
+        ] {
+            assert_eq!(check_name(name), Ok(()), "{name}");
+        }
+    }
+
+    #[test]
+    fn other_names_are_refused_with_the_rule() {
+        for (name, rule) in [
+            ("", "empty"),
+            ("2fast", "start with an ASCII letter"),
+            ("_private", "start with an ASCII letter"),
+            ("my.tool", "'.'"),
+            ("my tool", "' '"),
+            ("café", "'é'"),
+            ("../escape", "start with an ASCII letter"),
+            ("fn", "keyword"),
+            ("Self", "keyword"),
+            ("std", "standard crate"),
+            ("proc-macro", "standard crate"),
+            (&"x".repeat(65), "longer than 64"),
+        ] {
+            let error = check_name(name).expect_err(name);
+            assert!(error.contains(rule), "{name}: {error}");
+        }
+    }
+
+    #[test]
+    fn creates_a_tool_crate_that_takes_the_sdk_from_the_registry() {
+        let parent = tempfile::tempdir().unwrap();
+        let dir = create(&config(
+            parent.path(),
+            "weather-report",
+            SdkSource::Registry,
+        ))
+        .unwrap();
+        assert_eq!(dir, parent.path().join("weather-report"));
+
+        let manifest = manifest(&dir);
+        assert_eq!(manifest["package"]["name"].as_str(), Some("weather-report"));
+        let crate_type = manifest["lib"]["crate-type"].as_array().unwrap();
+        assert_eq!(crate_type.len(), 1);
+        assert_eq!(crate_type[0].as_str(), Some("cdylib"));
+        let sdk = &manifest["dependencies"]["airlock-guest"];
+        assert_eq!(sdk["version"].as_str(), Some(env!("CARGO_PKG_VERSION")));
+        assert!(sdk.get("path").is_none());
+        assert_eq!(sdk["features"].as_array().unwrap().len(), 1);
+        assert!(manifest["workspace"].is_table());
+
+        let lib = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+        assert!(lib.contains(r#"ToolRouter::new().tool("weather-report", greet"#));
+        assert!(lib.contains("#[test]"));
+        let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+        assert!(readme.contains("target/wasm32-wasip2/release/weather_report.wasm"));
+        assert!(readme.contains("airlock serve --tools tools"));
+        let ignored = std::fs::read_to_string(dir.join(".gitignore")).unwrap();
+        assert_eq!(ignored.trim(), "/target");
+        for (path, _) in TEMPLATES {
+            let text = std::fs::read_to_string(dir.join(path)).unwrap();
+            assert!(!text.contains("{{"), "{path} has an unfilled placeholder");
+        }
+    }
+
+    #[test]
+    fn a_local_sdk_is_named_by_its_absolute_path() {
+        let parent = tempfile::tempdir().unwrap();
+        let sdk = tempfile::tempdir().unwrap();
+        let quoted = sdk.path().join(r#"sdk "quoted" \ dir"#);
+        std::fs::create_dir(&quoted).unwrap();
+        std::fs::write(quoted.join("Cargo.toml"), "").unwrap();
+
+        let dir = create(&config(parent.path(), "t", SdkSource::Path(quoted.clone()))).unwrap();
+        let manifest = manifest(&dir);
+        let sdk_path = manifest["dependencies"]["airlock-guest"]["path"]
+            .as_str()
+            .unwrap();
+        assert_eq!(Path::new(sdk_path), std::fs::canonicalize(&quoted).unwrap());
+        assert!(
+            manifest["dependencies"]["airlock-guest"]
+                .get("version")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn refuses_an_existing_directory_a_bad_name_and_a_path_without_a_crate() {
+        let parent = tempfile::tempdir().unwrap();
+        std::fs::create_dir(parent.path().join("taken")).unwrap();
+        let error = create(&config(parent.path(), "taken", SdkSource::Registry)).unwrap_err();
+        assert!(format!("{error:#}").contains("taken"), "{error:#}");
+
+        let error = create(&config(parent.path(), "no.dots", SdkSource::Registry)).unwrap_err();
+        assert!(format!("{error:#}").contains("'.'"), "{error:#}");
+        assert!(!parent.path().join("no.dots").exists());
+
+        let empty = tempfile::tempdir().unwrap();
+        let sdk = SdkSource::Path(empty.path().to_path_buf());
+        let error = create(&config(parent.path(), "fine", sdk)).unwrap_err();
+        assert!(
+            format!("{error:#}").contains("holds no Cargo.toml"),
+            "{error:#}"
+        );
+        assert!(!parent.path().join("fine").exists());
+    }
+}

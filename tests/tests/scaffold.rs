@@ -1,0 +1,119 @@
+//! The tool author's path: `airlock new` outside the repository, the new
+//! crate's unit tests, its build with plain cargo and with cargo-component
+//! (`scripts/cargo-component` installs it on first use, which takes
+//! minutes), and each build served by the real binary and called over HTTP.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use airlock_e2e::mcp::{complete, text};
+use airlock_e2e::paths::{target_dir, workspace_root};
+use airlock_e2e::{Airlock, McpClient, ToolCall, ToolsDir, run_airlock};
+use serde_json::json;
+
+/// The crate (and tool) the test creates.
+const NAME: &str = "greeter-e2e";
+
+/// Its component's file name.
+const WASM: &str = "greeter_e2e.wasm";
+
+/// Runs `command`; panics with its output if it fails.
+#[track_caller]
+fn run(mut command: Command) {
+    let out = command
+        .output()
+        .unwrap_or_else(|e| panic!("run {command:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{command:?} failed ({}):\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `program` in the new crate's directory, building into `target`.
+fn in_crate(program: impl AsRef<std::ffi::OsStr>, dir: &Path, target: &Path) -> Command {
+    let mut command = Command::new(program);
+    command.current_dir(dir).env("CARGO_TARGET_DIR", target);
+    command
+}
+
+/// Serves `component` and checks what it lists, what `inspect` says it
+/// exports, and a call of its tool.
+#[track_caller]
+fn serve_and_call(component: &Path) {
+    let bytes =
+        std::fs::read(component).unwrap_or_else(|e| panic!("read {}: {e}", component.display()));
+    let tools = ToolsDir::new();
+    tools.add_bytes(WASM, &bytes);
+
+    let file = tools.path().join(WASM);
+    let (status, report, stderr) = run_airlock(&["inspect", file.to_str().unwrap()]);
+    assert!(status.success(), "{status}: {stderr}");
+    assert!(report.lines().any(|l| l == "exports: tools"), "{report}");
+
+    let server = Airlock::new(&tools).start_http();
+    let client = server.client();
+    let listed = client.list_all("tools/list", "tools");
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["name"], NAME);
+    // Derived from the argument type by the SDK's `schemars` feature.
+    assert_eq!(
+        listed[0]["inputSchema"],
+        json!({
+            "type": "object",
+            "properties": { "name": { "type": "string", "description": "Whom to greet." } },
+            "required": ["name"]
+        })
+    );
+    let response = client.call(&ToolCall::new(NAME, json!({ "name": "Ada" })));
+    assert_eq!(text(complete(&response)), "Hello, Ada!", "{response}");
+    let response = client.call(&ToolCall::new(NAME, json!({ "name": " " })));
+    let result = complete(&response);
+    assert_eq!(result["isError"], true, "{response}");
+    assert_eq!(text(result), "give a name to greet");
+}
+
+#[test]
+fn a_new_tool_builds_with_cargo_and_cargo_component_and_serves() {
+    let parent = tempfile::Builder::new()
+        .prefix("airlock-new-")
+        .tempdir()
+        .expect("a temporary directory");
+    let root = workspace_root();
+    let sdk = root.join("guest-sdk");
+    let (status, stdout, stderr) = run_airlock(&[
+        "new",
+        NAME,
+        "--dir",
+        parent.path().to_str().unwrap(),
+        "--sdk-path",
+        sdk.to_str().unwrap(),
+    ]);
+    assert!(status.success(), "{status}: {stdout}{stderr}");
+    let dir = parent.path().join(NAME);
+    assert!(dir.join("Cargo.toml").is_file(), "{stdout}");
+
+    // The workspace's versions of every dependency: what the SDK is tested
+    // with, and no need for the registry's index.
+    std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock")).expect("copy Cargo.lock");
+    // Kept between runs, beside the workspace's own builds.
+    let target: PathBuf = target_dir().join("scaffold-e2e");
+
+    let mut tests = in_crate("cargo", &dir, &target);
+    tests.arg("test");
+    run(tests);
+
+    let mut plain = in_crate("cargo", &dir, &target);
+    plain.args(["build", "--release", "--target", "wasm32-wasip2"]);
+    run(plain);
+    serve_and_call(&target.join("wasm32-wasip2/release").join(WASM));
+
+    let mut component = in_crate("bash", &dir, &target);
+    component
+        .arg(root.join("scripts/cargo-component"))
+        .args(["build", "--release"]);
+    run(component);
+    serve_and_call(&target.join("wasm32-wasip1/release").join(WASM));
+}
