@@ -22,8 +22,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use airlock::legacy::{BridgeSettings, Legacy, Session};
 use airlock::protocol::jsonrpc::{self, Incoming, Response};
-use airlock::protocol::legacy::Session;
 use airlock::protocol::{ProtocolSettings, RequestContext, Server};
 use airlock::registry::Registry;
 use airlock::runtime::{Runtime, RuntimeLimits};
@@ -41,7 +41,7 @@ fn guest_dir() -> PathBuf {
     target.join("wasm32-wasip2/release")
 }
 
-fn server(rt: &tokio::runtime::Runtime) -> Option<Server> {
+fn server(rt: &tokio::runtime::Runtime) -> Option<Arc<Server>> {
     let tools = std::env::temp_dir().join(format!("airlock-bench-flows-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tools);
     std::fs::create_dir_all(&tools).ok()?;
@@ -64,7 +64,7 @@ fn server(rt: &tokio::runtime::Runtime) -> Option<Server> {
         Duration::from_secs(600),
         StateLimits::default(),
     );
-    Some(
+    Some(Arc::new(
         Server::new(
             runtime,
             Arc::new(registry),
@@ -72,7 +72,7 @@ fn server(rt: &tokio::runtime::Runtime) -> Option<Server> {
             ProtocolSettings::default(),
         )
         .expect("server"),
-    )
+    ))
 }
 
 fn call(name: &str, arguments: Value, extra: Value) -> Vec<u8> {
@@ -130,18 +130,18 @@ async fn work_items_flow(server: &Server) {
 }
 
 /// Opens a 2025-11-25 session that declared form elicitation.
-fn session(server: &Server) -> Session {
+fn session(legacy: &Legacy) -> Session {
     let body = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"bench","version":"1"}}}"#;
     let Ok(Incoming::Request(request)) = jsonrpc::decode(body) else {
         panic!("bad initialize")
     };
-    let Ok((session, _)) = server.initialize(&request, "bench") else {
+    let Ok((session, _)) = legacy.initialize(&request, "bench") else {
         panic!("initialize refused")
     };
     session
 }
 
-async fn bridged_work_items_flow(server: &Server, session: &Session) {
+async fn bridged_work_items_flow(legacy: &Legacy, session: &Session) {
     let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"update_work_item","arguments":{"workItemId":42,"fields":{"State":"Resolved"}}}}"#;
     let Ok(Incoming::Request(request)) = jsonrpc::decode(body) else {
         panic!("bad request")
@@ -165,7 +165,7 @@ async fn bridged_work_items_flow(server: &Server, session: &Session) {
         }
     };
     let call = async {
-        let reply = server.handle_legacy(session, &request, Some(&out)).await;
+        let reply = legacy.handle(session, &request, Some(&out)).await;
         drop(out);
         reply
     };
@@ -191,8 +191,9 @@ fn benches(c: &mut Criterion) {
         );
         work_items_flow(&server).await;
     });
-    let legacy = session(&server);
-    rt.block_on(bridged_work_items_flow(&server, &legacy));
+    let legacy = Legacy::new(server.clone(), BridgeSettings::default());
+    let session = session(&legacy);
+    rt.block_on(bridged_work_items_flow(&legacy, &session));
     c.bench_function("sha256 tools/call in-process", |b| {
         b.iter(|| rt.block_on(send(&server, &sha256)))
     });
@@ -200,7 +201,7 @@ fn benches(c: &mut Criterion) {
         b.iter(|| rt.block_on(work_items_flow(&server)))
     });
     c.bench_function("work_items 3-round flow bridged (2025 session)", |b| {
-        b.iter(|| rt.block_on(bridged_work_items_flow(&server, &legacy)))
+        b.iter(|| rt.block_on(bridged_work_items_flow(&legacy, &session)))
     });
 }
 

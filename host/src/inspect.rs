@@ -1,43 +1,40 @@
 //! `airlock inspect NAME.wasm`: what a component exports, what it serves,
-//! and the policy it would run under (its manifest resolved against these
-//! options), without serving anything.
+//! and the policy it would run under (its manifest resolved against the
+//! server's sandbox settings), without serving anything.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::policy::ProtectedPaths;
 use crate::registry::describe_component;
-use crate::serve::SandboxOptions;
+use crate::sandbox::SandboxSettings;
 
-/// Options of `airlock inspect`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct InspectOptions {
+/// What `airlock inspect` looks at, and under which settings.
+#[derive(Debug, Clone)]
+pub struct InspectConfig {
     /// The component file (`NAME.wasm`; its manifest is `NAME.toml` beside it).
     pub component: PathBuf,
-    /// The same defaults and grant sources `airlock serve` would use.
-    #[command(flatten)]
-    pub sandbox: SandboxOptions,
+    /// The defaults and grant sources `airlock serve` would use.
+    pub sandbox: SandboxSettings,
 }
 
 /// Loads the component and returns the report (or why it would be skipped).
-pub async fn run(options: InspectOptions) -> anyhow::Result<String> {
-    let tools = options
-        .component
-        .parent()
-        .unwrap_or(std::path::Path::new("."));
-    let runtime = options
-        .sandbox
-        .runtime(1, ProtectedPaths::default().no_write(tools))?;
-    let description = describe_component(&runtime, &options.component)
+pub async fn run(config: InspectConfig) -> anyhow::Result<String> {
+    let tools = config.component.parent().unwrap_or(Path::new("."));
+    // One instance at a time is all describing a component takes.
+    let mut sandbox = config.sandbox.clone();
+    sandbox.limits.max_concurrent_calls = 1;
+    let runtime = sandbox.start(ProtectedPaths::default().no_write(tools))?;
+    let description = describe_component(&runtime, &config.component)
         .await
         .map_err(|reason| {
             anyhow::anyhow!(
                 "{} would not be loaded: {reason}",
-                options.component.display()
+                config.component.display()
             )
         })?;
     let mut out = String::new();
-    let _ = writeln!(out, "component: {}", options.component.display());
+    let _ = writeln!(out, "component: {}", config.component.display());
     for line in description {
         let _ = writeln!(out, "{line}");
     }

@@ -3,16 +3,23 @@
 //! The path of a request: [`transport`] → [`protocol`] (envelope checks,
 //! dispatch) → [`state`] (open `requestState`) → [`runtime`] (a fresh
 //! instance of the tool's component, loaded by [`registry`]) → back out.
-//! [`live`] keeps the registry current while the server runs.
+//! [`live`] keeps the registry current while the server runs. [`cli`] is
+//! the command line; it turns options into the plain settings of
+//! [`serve`], [`inspect`] and [`sandbox`].
 
 pub mod auth;
+pub mod cli;
 pub mod inspect;
+pub mod legacy;
 pub mod live;
 pub mod logging;
 pub mod policy;
 pub mod protocol;
 pub mod registry;
 pub mod runtime;
+pub mod sandbox;
+pub mod scaffold;
 pub mod serve;
 pub mod state;
 pub mod transport;
+pub mod units;

@@ -12,7 +12,7 @@ use crate::paths::target_dir;
 use crate::{Airlock, HttpServer, McpClient, ToolCall, ToolsDir};
 
 /// How often servers that see manifests change look at the tools directory.
-pub const RELOAD_INTERVAL_MS: &str = "50";
+pub const RELOAD_INTERVAL: &str = "50ms";
 
 /// SHA-256 of `abc`.
 pub const SHA256_ABC: &str = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
@@ -39,7 +39,7 @@ pub fn airlock(tools: &ToolsDir) -> Airlock {
         .with_cache()
         .arg("--cache-dir")
         .arg(target_dir().join("airlock-e2e-hostile-cache"))
-        .args(["--reload-interval-ms", RELOAD_INTERVAL_MS])
+        .args(["--reload-interval", RELOAD_INTERVAL])
 }
 
 /// A server on `tools` with `args`.

@@ -532,7 +532,7 @@ fn outbound_http_reaches_only_the_listed_destinations() {
 
 #[test]
 fn a_spinning_guest_hits_the_deadline() {
-    let mut server = serve(&tools_with(None), &["--call-timeout-ms", "1000"]);
+    let mut server = serve(&tools_with(None), &["--call-timeout", "1s"]);
     let observed = fails_alone(
         &mut server,
         "spin",
@@ -553,7 +553,7 @@ fn a_spinning_guest_hits_the_deadline() {
 fn a_spinning_guest_runs_out_of_fuel() {
     let tools = tools_with(Some("[limits]\nfuel = 1000000\n"));
     // A long deadline: fuel, not time, must stop it.
-    let mut server = serve(&tools, &["--enable-fuel", "--call-timeout-ms", "20000"]);
+    let mut server = serve(&tools, &["--enable-fuel", "--call-timeout", "20s"]);
     let observed = fails_alone(
         &mut server,
         "spin",
@@ -571,8 +571,8 @@ fn a_spinning_guest_runs_out_of_fuel() {
 
 #[test]
 fn the_manifest_timeout_replaces_the_server_default() {
-    let tools = tools_with(Some("[limits]\ntimeout-ms = 300\n"));
-    let mut server = serve(&tools, &["--call-timeout-ms", "20000"]);
+    let tools = tools_with(Some("[limits]\ntimeout = \"300ms\"\n"));
+    let mut server = serve(&tools, &["--call-timeout", "20s"]);
     let observed = fails_alone(
         &mut server,
         "spin",
@@ -593,7 +593,7 @@ fn the_manifest_timeout_replaces_the_server_default() {
 
 #[test]
 fn memory_beyond_the_manifest_cap_fails_alone() {
-    let tools = tools_with(Some("[limits]\nmemory-mib = 16\n"));
+    let tools = tools_with(Some("[limits]\nmemory = \"16MiB\"\n"));
     let mut server = serve(&tools, &[]);
     fails_alone(
         &mut server,
@@ -607,7 +607,7 @@ fn memory_beyond_the_manifest_cap_fails_alone() {
 
 #[test]
 fn memory_beyond_the_server_cap_fails_alone() {
-    let mut server = serve(&tools_with(None), &["--max-memory-mib", "32"]);
+    let mut server = serve(&tools_with(None), &["--max-memory", "32MiB"]);
     fails_alone(
         &mut server,
         "alloc",
@@ -639,7 +639,7 @@ fn unbounded_recursion_traps_alone() {
 
 #[test]
 fn output_beyond_the_manifest_limit_fails_alone() {
-    let tools = tools_with(Some("[limits]\nmax-output-kib = 8\n"));
+    let tools = tools_with(Some("[limits]\nmax-output = \"8KiB\"\n"));
     let mut server = serve(&tools, &[]);
     let client = server.client();
     fails_alone(
@@ -681,7 +681,7 @@ fn malformed_outcomes_fail_alone() {
 #[test]
 fn max_concurrent_one_never_runs_two_calls_at_once() {
     // Room for both in turn: the second waits for the first.
-    let tools = tools_with(Some("[limits]\nmax-concurrent = 1\ntimeout-ms = 5000\n"));
+    let tools = tools_with(Some("[limits]\nmax-concurrent = 1\ntimeout = \"5s\"\n"));
     let server = serve(&tools, &[]);
     let url = server.url().to_string();
     let started = Instant::now();
@@ -713,8 +713,8 @@ fn max_concurrent_one_never_runs_two_calls_at_once() {
 #[test]
 fn max_concurrent_one_times_out_a_call_that_cannot_get_its_turn() {
     // No room for both in turn: the second waits past its deadline.
-    let tools = tools_with(Some("[limits]\nmax-concurrent = 1\ntimeout-ms = 1000\n"));
-    let server = serve(&tools, &["--call-timeout-ms", "20000"]);
+    let tools = tools_with(Some("[limits]\nmax-concurrent = 1\ntimeout = \"1s\"\n"));
+    let server = serve(&tools, &["--call-timeout", "20s"]);
     let url = server.url().to_string();
     let sleepers: Vec<_> = (0..2)
         .map(|_| {
@@ -746,23 +746,29 @@ fn max_concurrent_one_times_out_a_call_that_cannot_get_its_turn() {
 /// Broken manifests: (component name, manifest, what its one log line
 /// must name besides the manifest file).
 const BROKEN: &[(&str, &str, &[&str])] = &[
-    ("unknown_key", "[limits]\nmemroy-mib = 1\n", &["memroy-mib"]),
-    ("unknown_section", "[network]\nallow = true\n", &["network"]),
+    ("unknown_key", "[limits]\nmemroy = \"1MiB\"\n", &["memroy"]),
     (
-        "bad_type",
-        "[limits]\ntimeout-ms = \"soon\"\n",
-        &["timeout-ms"],
+        "old_unit_key",
+        "[limits]\nmemory-mib = 16\n",
+        &["memory-mib", "memory = \"32MiB\""],
     ),
+    (
+        "no_unit",
+        "[limits]\ntimeout = 300\n",
+        &["timeout", "no unit"],
+    ),
+    ("unknown_section", "[network]\nallow = true\n", &["network"]),
+    ("bad_type", "[limits]\ntimeout = \"soon\"\n", &["timeout"]),
     (
         "bad_mode",
         "[[dirs]]\nhost = \"/tmp\"\nguest = \"/t\"\nmode = \"all\"\n",
         &["mode"],
     ),
-    ("zero_memory", "[limits]\nmemory-mib = 0\n", &["memory-mib"]),
+    ("zero_memory", "[limits]\nmemory = \"0B\"\n", &["memory"]),
     (
         "over_the_cap",
-        "[limits]\nmemory-mib = 100000\n",
-        &["memory-mib"],
+        "[limits]\nmemory = \"100GiB\"\n",
+        &["memory", "--max-memory"],
     ),
     (
         "missing_dir",
@@ -835,15 +841,15 @@ fn a_manifest_error_names_the_line_of_the_key() {
     tools.add_as("hostile", "hostile.wasm");
     tools.add_bytes(
         "hostile.toml",
-        b"# line 1\n[limits]\ntimeout-ms = 300\nmemroy-mib = 1\n",
+        b"# line 1\n[limits]\ntimeout = \"300ms\"\nmemroy = 1\n",
     );
     let server = airlock(&tools).start_http();
     let log = server.stderr();
-    let lines = log_lines(&log, &["skipping component", "memroy-mib"]);
+    let lines = log_lines(&log, &["skipping component", "memroy"]);
     assert_eq!(lines.len(), 1, "{log}");
     assert!(
         lines[0].contains("hostile.toml:4:"),
-        "`memroy-mib` is on line 4 of the manifest: {}",
+        "`memroy` is on line 4 of the manifest: {}",
         lines[0]
     );
 }
@@ -852,11 +858,11 @@ fn a_manifest_error_names_the_line_of_the_key() {
 fn a_broken_manifest_fixed_while_running_loads() {
     let tools = ToolsDir::with(&["hash"]);
     tools.add_as("hostile", "hostile.wasm");
-    tools.add_bytes("hostile.toml", b"[limits]\nmemroy-mib = 16\n");
+    tools.add_bytes("hostile.toml", b"[limits]\nmemroy = \"16MiB\"\n");
     let server = serve(&tools, &[]);
     let client = server.client();
     assert_eq!(client.tool_names(), ["sha256"]);
-    change_manifest(&server, &tools, Some("[limits]\nmemory-mib = 16\n"));
+    change_manifest(&server, &tools, Some("[limits]\nmemory = \"16MiB\"\n"));
     assert!(
         client.tool_names().contains(&"read_file".to_owned()),
         "hostile must load once its manifest is fixed"
@@ -961,7 +967,7 @@ fn inspect_prints_exports_tools_and_the_effective_policy() {
     let secrets_path = secrets.path().to_str().unwrap();
 
     // No manifest: nothing granted, the defaults given.
-    let (status, report, stderr) = inspect(&component, &["--max-memory-mib", "48"], &[]);
+    let (status, report, stderr) = inspect(&component, &["--max-memory", "48MiB"], &[]);
     assert!(status.success(), "{status}: {stderr}");
     assert!(
         report
@@ -1005,9 +1011,7 @@ fn inspect_prints_exports_tools_and_the_effective_policy() {
         );
     }
     assert!(
-        policy
-            .iter()
-            .any(|l| l.starts_with("limits: memory 48 MiB")),
+        policy.iter().any(|l| l.starts_with("limits: memory 48MiB")),
         "{report}"
     );
 
@@ -1025,10 +1029,10 @@ TOKEN = {{ secret = "api" }}
 allow = ["127.0.0.1:8080", "example.com"]
 
 [limits]
-memory-mib = 16
-timeout-ms = 300
+memory = "16MiB"
+timeout = "300ms"
 fuel = 1000000
-max-output-kib = 8
+max-output = "8KiB"
 max-concurrent = 2
 "#,
             dirs = granted.manifest("read-write")
@@ -1048,8 +1052,7 @@ max-concurrent = 2
         "environment: GREETING, REGION, TOKEN".to_owned(),
         "outbound HTTP: 127.0.0.1:8080, example.com".to_owned(),
         "sockets: none".to_owned(),
-        "limits: memory 16 MiB, timeout 300 ms, output 8 KiB, fuel 1000000, concurrent 2"
-            .to_owned(),
+        "limits: memory 16MiB, timeout 300ms, output 8KiB, fuel 1000000, concurrent 2".to_owned(),
     ] {
         assert!(
             policy.contains(&expected.as_str()),
@@ -1070,14 +1073,14 @@ max-concurrent = 2
     }
 
     // Broken: non-zero, with the reason.
-    tools.add_bytes("hostile.toml", b"[limits]\nmemroy-mib = 1\n");
+    tools.add_bytes("hostile.toml", b"[limits]\nmemroy = \"1MiB\"\n");
     let (status, report, stderr) = inspect(&component, &[], &[]);
     assert!(
         !status.success(),
         "a broken manifest must fail inspect:\n{report}"
     );
     assert!(
-        stderr.contains("hostile.toml") && stderr.contains("memroy-mib"),
+        stderr.contains("hostile.toml") && stderr.contains("memroy"),
         "the reason should name the manifest and the key: {stderr}"
     );
 

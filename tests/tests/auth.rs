@@ -679,7 +679,7 @@ fn read_response(stream: &mut TcpStream) -> u16 {
 #[test]
 fn connections_that_send_no_complete_head_are_closed() {
     let server = Airlock::new(&ToolsDir::with(&["hash"]))
-        .args(["--http-header-timeout-ms", "300"])
+        .args(["--http-header-timeout", "300ms"])
         .start_http();
     let partials: [&[u8]; 3] = [
         b"",
@@ -706,8 +706,8 @@ fn connections_that_send_no_complete_head_are_closed() {
 #[test]
 fn idle_keep_alive_connections_close_after_the_idle_timeout() {
     let server = Airlock::new(&ToolsDir::with(&["hash"]))
-        .args(["--http-header-timeout-ms", "300"])
-        .args(["--http-idle-timeout-ms", "1500"])
+        .args(["--http-header-timeout", "300ms"])
+        .args(["--http-idle-timeout", "1500ms"])
         .start_http();
     let mut stream = connect(&server);
     stream.write_all(&discover_request(&server)).unwrap();

@@ -89,13 +89,13 @@ fn too_many_content_blocks_fail_alone() {
 
 #[test]
 fn the_output_limit_counts_the_encoded_reply() {
-    let tools = tools_with(Some("[limits]\nmax-output-kib = 8\n"));
+    let tools = tools_with(Some("[limits]\nmax-output = \"8KiB\"\n"));
     let server = serve(&tools, &[]);
     // 900 one-character blocks: 900 bytes of text, some 25 KB encoded.
     let response = wide(&server, "blocks", 900);
     assert_limit(&response, &["8 KiB output limit"]);
     // 60 empty forms: about 2 KB of strings, over 4 KB encoded.
-    let tools = tools_with(Some("[limits]\nmax-output-kib = 4\n"));
+    let tools = tools_with(Some("[limits]\nmax-output = \"4KiB\"\n"));
     let server = serve(&tools, &[]);
     let response = wide(&server, "forms", 60);
     assert_limit(&response, &["4 KiB output limit"]);
@@ -127,7 +127,7 @@ fn too_many_input_requests_fail_alone() {
 
 #[test]
 fn prompts_reads_and_completions_are_bounded_too() {
-    let tools = tools_with(Some("[limits]\nmax-output-kib = 4\n"));
+    let tools = tools_with(Some("[limits]\nmax-output = \"4KiB\"\n"));
     let server = serve(&tools, &[]);
     let client = server.client();
     let failure = |response: &Value, words: &[&str]| {

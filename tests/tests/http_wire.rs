@@ -378,7 +378,7 @@ fn wrong_param_types_are_invalid_params() {
 #[test]
 fn oversized_body_is_413() {
     let server = Airlock::new(&ToolsDir::with(&["hash"]))
-        .args(["--max-body-kib", "4"])
+        .args(["--max-body", "4KiB"])
         .start_http();
     let http = server.client();
     // Under the limit: served.
@@ -747,7 +747,7 @@ fn tools_list_head(server: &HttpServer, body_headers: &str) -> String {
 #[test]
 fn malformed_chunked_body_is_a_parse_error() {
     let server = Airlock::new(&ToolsDir::with(&["hash"]))
-        .args(["--max-body-kib", "4"])
+        .args(["--max-body", "4KiB"])
         .start_http();
     let body = request(json!(1), "tools/list", with_meta(json!({}), no_caps())).to_string();
     let head = tools_list_head(
@@ -782,7 +782,7 @@ fn malformed_chunked_body_is_a_parse_error() {
 #[test]
 fn bodies_that_never_finish_get_408_and_free_their_connection() {
     let server = Airlock::new(&ToolsDir::with(&["hash"]))
-        .args(["--http-body-timeout-ms", "300"])
+        .args(["--http-body-timeout", "300ms"])
         .args(["--max-connections", "2"])
         .start_http();
     // Both connection slots: a head announcing 100 bytes, then only 10.

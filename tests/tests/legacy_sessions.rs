@@ -34,7 +34,7 @@ use serde_json::{Value, json};
 const PROMPTLY: Duration = Duration::from_secs(10);
 
 /// The answer timeout of tests that must not reach it.
-const LONG_ANSWER_TIMEOUT_MS: &str = "60000";
+const LONG_ANSWER_TIMEOUT: &str = "60s";
 
 fn serve(components: &[&str]) -> HttpServer {
     Airlock::new(&ToolsDir::with(components)).start_http()
@@ -446,7 +446,7 @@ fn get_needs_a_session_and_opens_one_stream_at_a_time() {
 fn the_session_stream_announces_tool_list_changes() {
     let tools = ToolsDir::with(&["hash"]);
     let server = Airlock::new(&tools)
-        .args(["--reload-interval-ms", "50"])
+        .args(["--reload-interval", "50ms"])
         .start_http();
     let session = endpoint(&server).open(legacy_caps());
     let mut stream = session.listen();
@@ -896,7 +896,7 @@ fn a_request_the_client_refuses_fails_the_call() {
 
 #[test]
 fn an_unanswered_request_times_out_and_the_session_goes_on() {
-    let server = serve_with(&["everything"], &["--client-answer-timeout-ms", "500"]);
+    let server = serve_with(&["everything"], &["--client-answer-timeout", "500ms"]);
     let session = endpoint(&server).open(legacy_caps());
     let (call, mut stream, asked) = start_elicitation(&session, "Anyone?");
     let (before, done) = read_response(&mut stream, &call);
@@ -927,7 +927,7 @@ fn an_unanswered_request_times_out_and_the_session_goes_on() {
 fn deleting_a_session_mid_call_ends_only_its_call() {
     let server = serve_with(
         &["everything"],
-        &["--client-answer-timeout-ms", LONG_ANSWER_TIMEOUT_MS],
+        &["--client-answer-timeout", LONG_ANSWER_TIMEOUT],
     );
     let endpoint = endpoint(&server);
     let bystander = endpoint.open(legacy_caps());
@@ -967,7 +967,7 @@ fn deleting_a_session_mid_call_ends_only_its_call() {
 fn a_cancelled_call_ends_without_a_result_and_the_session_goes_on() {
     let server = serve_with(
         &["everything"],
-        &["--client-answer-timeout-ms", LONG_ANSWER_TIMEOUT_MS],
+        &["--client-answer-timeout", LONG_ANSWER_TIMEOUT],
     );
     let session = endpoint(&server).open(legacy_caps());
     let (call, mut stream, asked) = start_elicitation(&session, "Cancel me");
@@ -993,7 +993,7 @@ fn a_cancelled_call_ends_without_a_result_and_the_session_goes_on() {
 fn a_full_session_table_refuses_initialize_with_503() {
     let server = serve_with(
         &["hash"],
-        &["--max-sessions", "2", "--session-idle-timeout-secs", "3600"],
+        &["--max-sessions", "2", "--session-idle-timeout", "3600s"],
     );
     let endpoint = endpoint(&server);
     let first = endpoint.open(legacy_caps());
@@ -1037,7 +1037,7 @@ fn a_full_session_table_refuses_initialize_with_503() {
 
 #[test]
 fn idle_sessions_expire_and_busy_ones_do_not() {
-    let server = serve_with(&["hash"], &["--session-idle-timeout-secs", "1"]);
+    let server = serve_with(&["hash"], &["--session-idle-timeout", "1s"]);
     let endpoint = endpoint(&server);
     // Busy: its stream stays open.
     let busy = endpoint.open(legacy_caps());
@@ -1184,7 +1184,7 @@ fn stdio_bridges_elicitation_on_stdin_and_ignores_unknown_answers() {
 #[test]
 fn stdio_exits_promptly_when_stdin_closes_during_a_bridged_call() {
     let server = Airlock::new(&ToolsDir::with(&["everything"]))
-        .args(["--client-answer-timeout-ms", LONG_ANSWER_TIMEOUT_MS])
+        .args(["--client-answer-timeout", LONG_ANSWER_TIMEOUT])
         .start_stdio();
     stdio_initialize(&server, legacy_caps());
     let call = server.send_request(

@@ -67,7 +67,7 @@ fn one_call_logs_at_most_its_output_limit() {
     /// Room for the timestamp, level, target and fields of each line, and
     /// the server's own lines: far less than what the flood would add.
     const OVERHEAD: usize = 64 << 10;
-    let server = probe(&["--max-output-kib", "64"]);
+    let server = probe(&["--max-output", "64KiB"]);
     let before = server.stderr().len();
     // 2000 messages of 8000 bytes: 16 MB asked for, 250 times the limit.
     let chunk = "x".repeat(8000);

@@ -102,7 +102,7 @@ const RELISTED: &str = "listed the component again";
 fn a_storm_of_list_changes_neither_holds_up_a_reload_nor_relists_once_per_report() {
     let tools = ToolsDir::with(&["watcher"]);
     let server = Airlock::new(&tools)
-        .args(["--reload-interval-ms", "100"])
+        .args(["--reload-interval", "100ms"])
         .env("AIRLOCK_LOG", "airlock=info,airlock::live=debug")
         .start_http();
     let client = server.client();

@@ -16,7 +16,7 @@ use airlock_e2e::{
 use serde_json::{Value, json};
 
 /// How often the server looks at the tools directory, in milliseconds.
-const RELOAD_INTERVAL_MS: &str = "50";
+const RELOAD_INTERVAL: &str = "50ms";
 
 /// The descriptions of `order` in `rolling-v1` and `rolling-v2`.
 const V1_DESCRIPTION: &str = "Orders a shirt (v1): asks for the size.";
@@ -24,7 +24,7 @@ const V2_DESCRIPTION: &str = "Orders a shirt (v2): asks for the size, then the c
 
 fn serve_reloading(tools: &ToolsDir) -> HttpServer {
     Airlock::new(tools)
-        .args(["--reload-interval-ms", RELOAD_INTERVAL_MS])
+        .args(["--reload-interval", RELOAD_INTERVAL])
         .start_http()
 }
 

@@ -141,7 +141,7 @@ fn tokens_are_bound_to_the_principal() {
 fn tokens_expire() {
     let tools = ToolsDir::with(&["deploy"]);
     let short = Airlock::new(&tools)
-        .args(["--state-ttl-secs", "1"])
+        .args(["--state-ttl", "1s"])
         .start_http();
     let long = Airlock::new(&tools).start_http();
     let short_state = first_round(&short.client(), "later");
@@ -738,8 +738,8 @@ fn serve_single_use_with_capacity_one() -> HttpServer {
             "--single-use-state",
             "--single-use-capacity",
             "1",
-            "--state-ttl-secs",
-            "3",
+            "--state-ttl",
+            "3s",
         ])
         .start_http()
 }

@@ -90,7 +90,7 @@ fn every_round_runs_in_a_fresh_instance() {
 
 #[test]
 fn a_spinning_guest_is_stopped_while_others_keep_serving() {
-    let server = probe(&["--call-timeout-ms", "1000"]);
+    let server = probe(&["--call-timeout", "1s"]);
     let url = server.url().to_string();
     let started = Instant::now();
     let spinners: Vec<_> = (0..2)
@@ -123,7 +123,7 @@ fn a_spinning_guest_is_stopped_while_others_keep_serving() {
 
 #[test]
 fn a_memory_hog_is_stopped_by_the_cap() {
-    let mut server = probe(&["--max-memory-mib", "32"]);
+    let mut server = probe(&["--max-memory", "32MiB"]);
     let client = server.client();
     let response = call(&client, "hog", json!({}));
     assert_guest_failure(&response, "memory limit");
@@ -147,7 +147,7 @@ fn a_crash_fails_only_that_call() {
 
 #[test]
 fn output_over_the_cap_is_an_error_result() {
-    let server = probe(&["--max-output-kib", "16"]);
+    let server = probe(&["--max-output", "16KiB"]);
     let client = server.client();
     let response = call(&client, "big_output", json!({"bytes": 64 * 1024}));
     assert_guest_failure(&response, "output");
@@ -217,7 +217,7 @@ fn guests_cannot_read_files() {
 
 #[test]
 fn a_slow_call_within_its_deadline_completes() {
-    let server = probe(&["--call-timeout-ms", "5000"]);
+    let server = probe(&["--call-timeout", "5s"]);
     let response = call(&server.client(), "sleep", json!({"ms": 300}));
     let r = complete(&response);
     assert!(!is_error(r), "{response}");
@@ -250,10 +250,52 @@ fn calls_over_the_concurrency_cap_wait_their_turn() {
 }
 
 #[test]
+fn calls_beyond_the_queue_are_refused_at_once() {
+    // One slot and one place in the queue: of three slow calls made
+    // together, one runs, one waits for it, and one is refused at once.
+    let server = probe(&[
+        "--max-concurrent-calls",
+        "1",
+        "--max-queued-calls",
+        "1",
+        "--call-timeout",
+        "60s",
+    ]);
+    let url = server.url().to_string();
+    let (answered, answers) = std::sync::mpsc::channel();
+    for _ in 0..3 {
+        let (url, answered) = (url.clone(), answered.clone());
+        thread::spawn(move || {
+            let sleep = ToolCall::new("sleep", json!({"ms": 5000}));
+            let (_, reply) = Http::new(&url).send("tools/call", sleep.params());
+            let _ = answered.send(reply);
+        });
+    }
+    let mut replies = (0..3).map(|_| {
+        answers
+            .recv_timeout(2 * ANSWERED_WITHIN)
+            .expect("every call is answered")
+    });
+    let first = replies.next().unwrap();
+    assert_eq!(
+        first.status,
+        503,
+        "the third call must not wait: {}",
+        first.text()
+    );
+    let message = first.json()["error"]["message"].to_string();
+    assert!(message.contains("busy"), "{message}");
+    for reply in replies {
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        assert_eq!(text(complete(&reply.json())), "slept 5000");
+    }
+}
+
+#[test]
 fn a_client_that_goes_away_cancels_its_call() {
     // One slot, long deadlines: if the abandoned sleep kept running, the next
     // call would wait for its slot far longer than the bound below.
-    let server = probe(&["--max-concurrent-calls", "1", "--call-timeout-ms", "60000"]);
+    let server = probe(&["--max-concurrent-calls", "1", "--call-timeout", "60s"]);
     let body = json!({
         "jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "sleep", "arguments": {"ms": 50_000}, "_meta": {

@@ -55,59 +55,28 @@ pub fn bearer_token(authorization: Option<&str>) -> Option<&str> {
     (!token.is_empty()).then_some(token)
 }
 
-/// HTTP authentication options of `airlock serve` (besides `--tokens-file`).
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct AuthOptions {
-    /// Accepted JWT issuer (`iss`); repeatable or comma-separated [default: the --oauth-authorization-server URLs].
-    #[arg(
-        long = "jwt-issuer",
-        value_name = "ISSUER",
-        env = "AIRLOCK_JWT_ISSUER",
-        value_delimiter = ','
-    )]
+/// HTTP authentication settings (besides the tokens file): JWT access
+/// tokens and OAuth protected-resource metadata.
+#[derive(Debug, Clone, Default)]
+pub struct AuthSettings {
+    /// Accepted JWT issuers (`iss`); empty: the authorization servers.
     pub jwt_issuers: Vec<String>,
-    /// Audience (`aud`) a JWT must name; repeatable or comma-separated [default: the --oauth-resource URL].
-    #[arg(
-        long = "jwt-audience",
-        value_name = "AUDIENCE",
-        env = "AIRLOCK_JWT_AUDIENCE",
-        value_delimiter = ','
-    )]
+    /// Audiences (`aud`) a JWT must name one of; empty: the resource URL.
     pub jwt_audiences: Vec<String>,
-    /// JWT verification keys: PEM public keys (RSA, EC P-256/P-384, Ed25519) or a JWK set file; repeatable.
-    #[arg(
-        long = "jwt-key-file",
-        value_name = "FILE",
-        env = "AIRLOCK_JWT_KEY_FILE",
-        value_delimiter = ','
-    )]
+    /// Files of JWT verification keys: PEM public keys or JWK sets.
     pub jwt_key_files: Vec<PathBuf>,
-    /// File holding an HS256 shared secret for JWTs (at least 32 bytes; surrounding whitespace is ignored).
-    #[arg(long, value_name = "FILE", env = "AIRLOCK_JWT_HS256_SECRET_FILE")]
+    /// A file holding an HS256 shared secret.
     pub jwt_hs256_secret_file: Option<PathBuf>,
-    /// This MCP endpoint's URL as clients reach it, e.g. https://mcp.example.com/mcp: serves OAuth
+    /// This MCP endpoint's URL as clients reach it: serves OAuth
     /// protected-resource metadata (RFC 9728) and names it in 401 challenges.
-    #[arg(long, value_name = "URL", env = "AIRLOCK_OAUTH_RESOURCE")]
     pub oauth_resource: Option<String>,
-    /// Authorization server (issuer URL) named in the metadata; repeatable or comma-separated.
-    #[arg(
-        long = "oauth-authorization-server",
-        value_name = "URL",
-        env = "AIRLOCK_OAUTH_AUTHORIZATION_SERVER",
-        value_delimiter = ','
-    )]
+    /// Authorization servers (issuer URLs) named in the metadata.
     pub oauth_authorization_servers: Vec<String>,
-    /// Scope named in the metadata (`scopes_supported`) and in 401 challenges; repeatable or comma-separated.
-    #[arg(
-        long = "oauth-scope",
-        value_name = "SCOPE",
-        env = "AIRLOCK_OAUTH_SCOPE",
-        value_delimiter = ','
-    )]
+    /// Scopes named in the metadata and in 401 challenges.
     pub oauth_scopes: Vec<String>,
 }
 
-impl AuthOptions {
+impl AuthSettings {
     /// Whether any of these options is set.
     pub fn is_set(&self) -> bool {
         !self.jwt_issuers.is_empty()
@@ -208,7 +177,7 @@ impl Authenticator {
     }
 
     /// Reads the tokens file, the JWT keys and the metadata settings.
-    pub fn load(tokens_file: Option<&Path>, options: &AuthOptions) -> anyhow::Result<Self> {
+    pub fn load(tokens_file: Option<&Path>, options: &AuthSettings) -> anyhow::Result<Self> {
         let tokens = tokens_file.map(TokenTable::load).transpose()?;
         let metadata = match &options.oauth_resource {
             Some(resource) => Some(ResourceMetadata::new(
@@ -417,16 +386,16 @@ mod tests {
 
     #[test]
     fn options_default_issuer_and_audience_from_the_metadata() {
-        let options = AuthOptions {
+        let options = AuthSettings {
             oauth_resource: Some("https://mcp.example.com/mcp".to_owned()),
             oauth_authorization_servers: vec!["https://idp.example.com".to_owned()],
             jwt_hs256_secret_file: Some(PathBuf::from("secret")),
-            ..AuthOptions::default()
+            ..AuthSettings::default()
         };
         let config = options.jwt_config();
         assert_eq!(config.issuers, ["https://idp.example.com"]);
         assert_eq!(config.audiences, ["https://mcp.example.com/mcp"]);
-        let explicit = AuthOptions {
+        let explicit = AuthSettings {
             jwt_issuers: vec!["https://other".to_owned()],
             jwt_audiences: vec!["airlock".to_owned()],
             ..options
@@ -439,26 +408,26 @@ mod tests {
     #[test]
     fn incomplete_settings_are_refused() {
         let cases = [
-            AuthOptions {
+            AuthSettings {
                 oauth_authorization_servers: vec!["https://idp.example.com".to_owned()],
-                ..AuthOptions::default()
+                ..AuthSettings::default()
             },
-            AuthOptions {
+            AuthSettings {
                 jwt_issuers: vec!["https://idp.example.com".to_owned()],
-                ..AuthOptions::default()
+                ..AuthSettings::default()
             },
             // Metadata but nothing that checks tokens.
-            AuthOptions {
+            AuthSettings {
                 oauth_resource: Some("https://mcp.example.com/mcp".to_owned()),
                 oauth_authorization_servers: vec!["https://idp.example.com".to_owned()],
-                ..AuthOptions::default()
+                ..AuthSettings::default()
             },
         ];
         for options in cases {
             assert!(Authenticator::load(None, &options).is_err(), "{options:?}");
         }
         assert!(
-            Authenticator::load(None, &AuthOptions::default())
+            Authenticator::load(None, &AuthSettings::default())
                 .unwrap()
                 .is_open()
         );

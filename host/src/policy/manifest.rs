@@ -2,10 +2,10 @@
 //!
 //! ```toml
 //! [limits]
-//! memory-mib = 32           # at most the server's --max-memory-mib
-//! timeout-ms = 2000         # wall-clock deadline of each call
+//! memory = "32MiB"         # at most the server's --max-memory
+//! timeout = "2s"            # wall-clock deadline of each call
 //! fuel = 50_000_000         # instructions (roughly) per call; needs --enable-fuel
-//! max-output-kib = 256
+//! max-output = "256KiB"     # largest reply of one call, encoded
 //! max-concurrent = 4        # instances of this component running at once
 //!
 //! [[dirs]]
@@ -24,12 +24,17 @@
 //!
 //! Every section is optional and nothing is granted that is not written
 //! here. Unknown keys and invalid values are refused, naming the file and
-//! the key.
+//! the key. Sizes and durations carry their unit, as in the server's options
+//! (see [`crate::units`]); the old `memory-mib`, `timeout-ms` and
+//! `max-output-kib` keys are refused with their new form.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::Deserialize;
+
+use crate::units;
 
 /// A parsed manifest, not yet resolved against the host (see
 /// [`Policy::resolve`](super::Policy::resolve)).
@@ -54,14 +59,18 @@ pub struct Manifest {
 #[derive(Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Limits {
-    /// Memory cap of one instance, in MiB.
-    pub memory_mib: Option<u64>,
-    /// Wall-clock deadline of one call, in milliseconds.
-    pub timeout_ms: Option<u64>,
+    /// Memory cap of one instance, in bytes (written with a unit: `"32MiB"`).
+    #[serde(default, deserialize_with = "units::deserialize_size")]
+    pub memory: Option<u64>,
+    /// Wall-clock deadline of one call (written with a unit: `"2s"`).
+    #[serde(default, deserialize_with = "units::deserialize_duration")]
+    pub timeout: Option<Duration>,
     /// Fuel of one call (about one unit per wasm instruction).
     pub fuel: Option<u64>,
-    /// Largest reply of one call, encoded, in KiB.
-    pub max_output_kib: Option<u64>,
+    /// Largest reply of one call, encoded, in bytes (written with a unit:
+    /// `"256KiB"`).
+    #[serde(default, deserialize_with = "units::deserialize_size")]
+    pub max_output: Option<u64>,
     /// Most instances of this component running at once.
     pub max_concurrent: Option<u32>,
 }
@@ -121,7 +130,8 @@ impl Manifest {
     /// offending key (by quoting the line).
     pub fn parse(text: &str, file: &Path) -> Result<Manifest, String> {
         toml::from_str(text).map_err(|err| {
-            let message = err.message().trim_end().to_owned();
+            let message = err.message().trim_end();
+            let message = renamed_key(message).unwrap_or_else(|| message.to_owned());
             match err.span() {
                 Some(span) => {
                     let start = span.start.min(text.len());
@@ -133,6 +143,26 @@ impl Manifest {
             }
         })
     }
+}
+
+/// The `[limits]` keys that carried their unit in their name, with the
+/// form that replaced them.
+const RENAMED_KEYS: [(&str, &str); 3] = [
+    ("memory-mib", "memory = \"32MiB\""),
+    ("timeout-ms", "timeout = \"2s\""),
+    ("max-output-kib", "max-output = \"256KiB\""),
+];
+
+/// For serde's "unknown field" error about an old key, a message naming
+/// its new form.
+fn renamed_key(message: &str) -> Option<String> {
+    RENAMED_KEYS.iter().find_map(|(old, new)| {
+        message
+            .starts_with(&format!("unknown field `{old}`"))
+            .then(|| {
+                format!("`{old}` is no longer a key: write the value with its unit, e.g. {new}")
+            })
+    })
 }
 
 #[cfg(test)]
@@ -153,10 +183,10 @@ mod tests {
         let manifest = parse(
             r#"
             [limits]
-            memory-mib = 16
-            timeout-ms = 500
+            memory = "16MiB"
+            timeout = "500ms"
             fuel = 1000
-            max-output-kib = 8
+            max-output = "8KiB"
             max-concurrent = 2
 
             [[dirs]]
@@ -178,7 +208,9 @@ mod tests {
             "#,
         )
         .unwrap();
-        assert_eq!(manifest.limits.memory_mib, Some(16));
+        assert_eq!(manifest.limits.memory, Some(16 << 20));
+        assert_eq!(manifest.limits.timeout, Some(Duration::from_millis(500)));
+        assert_eq!(manifest.limits.max_output, Some(8 << 10));
         assert_eq!(manifest.limits.max_concurrent, Some(2));
         assert_eq!(manifest.dirs[0].mode, DirMode::ReadOnly);
         assert_eq!(manifest.dirs[1].mode, DirMode::ReadWrite);
@@ -190,19 +222,22 @@ mod tests {
     fn unknown_keys_and_bad_values_name_file_line_and_key() {
         for (text, expected) in [
             (
-                "[limits]\nmemory = 3\n",
-                "tool.toml:2: unknown field `memory`",
+                "[limits]\nmemroy = \"3MiB\"\n",
+                "tool.toml:2: unknown field `memroy`",
             ),
             (
-                "[limits]\ntimeout-ms = \"soon\"\n",
-                "tool.toml:2: invalid type",
+                "[limits]\ntimeout = \"soon\"\n",
+                "tool.toml:2: expected number",
             ),
             (
-                "\n\n[limits]\ntimeout-ms = \"soon\"\n",
-                "(at `timeout-ms = \"soon\"`)",
+                "\n\n[limits]\ntimeout = \"soon\"\n",
+                "(at `timeout = \"soon\"`)",
             ),
             ("[network]\n", "unknown field `network`"),
-            ("[limits]\ntimeout-ms = \"soon\"\n", "invalid type"),
+            ("[limits]\ntimeout = true\n", "invalid type"),
+            ("[limits]\nmemory = 32\n", "`32` has no unit: add one"),
+            ("[limits]\ntimeout = 2000\n", "`2000` has no unit: add one"),
+            ("[limits]\nmax-output = \"8MB\"\n", "use B, KiB, MiB"),
             (
                 "[[dirs]]\nhost = \"a\"\nguest = \"/a\"\nmode = \"all\"\n",
                 "unknown variant `all`",
@@ -213,6 +248,27 @@ mod tests {
             let err = parse(text).unwrap_err();
             assert!(err.starts_with("tool.toml:"), "{err}");
             assert!(err.contains(expected), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn old_unit_keys_are_refused_with_their_new_form() {
+        for (text, expected) in [
+            (
+                "[limits]\nmemory-mib = 16\n",
+                "tool.toml:2: `memory-mib` is no longer a key: write the value with its unit, e.g. memory = \"32MiB\"",
+            ),
+            (
+                "[limits]\ntimeout-ms = 300\n",
+                "tool.toml:2: `timeout-ms` is no longer a key: write the value with its unit, e.g. timeout = \"2s\"",
+            ),
+            (
+                "[limits]\nmax-output-kib = 8\n",
+                "tool.toml:2: `max-output-kib` is no longer a key: write the value with its unit, e.g. max-output = \"256KiB\"",
+            ),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(err.starts_with(expected), "{text}: {err}");
         }
     }
 }

@@ -19,7 +19,19 @@ use std::time::Duration;
 
 pub use self::grants::{GrantedDir, ProtectedPaths};
 use self::manifest::{DirMode, Manifest};
-use crate::runtime::RuntimeLimits;
+use crate::units::{format_duration, format_size};
+
+/// The smallest `[limits] memory` a manifest may ask (the server's
+/// `--max-memory` has the same floor).
+pub const MIN_MEMORY_BYTES: u64 = 1 << 20;
+
+/// The shortest `[limits] timeout` (the server's `--call-timeout` has the
+/// same floor).
+pub const MIN_TIMEOUT: Duration = Duration::from_millis(1);
+
+/// The smallest `[limits] max-output` (the server's `--max-output` has the
+/// same floor).
+pub const MIN_OUTPUT_BYTES: u64 = 1 << 10;
 
 /// Named secret values, from `--secrets-file` (a TOML table of strings).
 #[derive(Default, Clone)]
@@ -153,12 +165,15 @@ pub struct PolicySources {
     pub protected: ProtectedPaths,
 }
 
-/// What a policy is resolved against: the server's defaults (whether the
-/// engine meters fuel among them) and the [`PolicySources`].
+/// What a policy is resolved against: the server's default limits, whether
+/// the engine meters fuel, and the [`PolicySources`].
 #[derive(Debug, Clone)]
 pub struct PolicyContext<'a> {
-    /// The server's limits (the memory cap is also the most a manifest may ask).
-    pub defaults: &'a RuntimeLimits,
+    /// The server's limits of every call (its memory cap is also the most a
+    /// manifest may ask).
+    pub defaults: CallLimits,
+    /// Whether the engine meters fuel, so that a manifest may set it.
+    pub fuel_metered: bool,
     /// Secrets and protected files.
     pub sources: &'a PolicySources,
 }
@@ -166,19 +181,13 @@ pub struct PolicyContext<'a> {
 impl Policy {
     /// The policy of a component without a manifest: nothing granted, the
     /// server's limits.
-    pub fn deny_all(defaults: &RuntimeLimits) -> Policy {
+    pub fn deny_all(defaults: &CallLimits) -> Policy {
         Policy {
             manifest: None,
             dirs: Vec::new(),
             env: Vec::new(),
             http: Arc::default(),
-            limits: CallLimits {
-                memory_bytes: defaults.max_memory_bytes,
-                timeout: defaults.call_timeout,
-                fuel: None,
-                max_output_bytes: defaults.max_output_bytes,
-                max_concurrent: None,
-            },
+            limits: defaults.clone(),
         }
     }
 
@@ -190,7 +199,7 @@ impl Policy {
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Policy::deny_all(context.defaults));
+                return Ok(Policy::deny_all(&context.defaults));
             }
             Err(err) => return Err(format!("cannot read {}: {err}", path.display())),
         };
@@ -206,28 +215,33 @@ impl Policy {
         context: &PolicyContext<'_>,
     ) -> Result<Policy, String> {
         let base = path.parent().unwrap_or(Path::new("."));
-        let mut policy = Policy::deny_all(context.defaults);
+        let mut policy = Policy::deny_all(&context.defaults);
         policy.manifest = Some(path.to_owned());
-        let defaults = context.defaults;
+        let defaults = &context.defaults;
         let limits = &manifest.limits;
-        if let Some(mib) = limits.memory_mib {
-            let bytes = usize::try_from(mib << 20).unwrap_or(usize::MAX);
-            if mib == 0 || bytes > defaults.max_memory_bytes {
+        if let Some(bytes) = limits.memory {
+            let max = defaults.memory_bytes as u64;
+            if !(MIN_MEMORY_BYTES..=max).contains(&bytes) {
                 return Err(format!(
-                    "[limits] memory-mib = {mib}: must be between 1 and the server's --max-memory-mib ({})",
-                    defaults.max_memory_bytes >> 20
+                    "[limits] memory = \"{}\": must be between {} and the server's --max-memory ({})",
+                    format_size(bytes),
+                    format_size(MIN_MEMORY_BYTES),
+                    format_size(max)
                 ));
             }
-            policy.limits.memory_bytes = bytes;
+            policy.limits.memory_bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
         }
-        if let Some(ms) = limits.timeout_ms {
-            if ms == 0 {
-                return Err("[limits] timeout-ms must be greater than 0".to_owned());
+        if let Some(timeout) = limits.timeout {
+            if timeout < MIN_TIMEOUT {
+                return Err(format!(
+                    "[limits] timeout must be at least {}",
+                    format_duration(MIN_TIMEOUT)
+                ));
             }
-            policy.limits.timeout = Duration::from_millis(ms);
+            policy.limits.timeout = timeout;
         }
         if let Some(fuel) = limits.fuel {
-            if !defaults.fuel {
+            if !context.fuel_metered {
                 return Err("[limits] fuel needs `airlock serve --enable-fuel`".to_owned());
             }
             if fuel == 0 {
@@ -235,11 +249,14 @@ impl Policy {
             }
             policy.limits.fuel = Some(fuel);
         }
-        if let Some(kib) = limits.max_output_kib {
-            if kib == 0 {
-                return Err("[limits] max-output-kib must be greater than 0".to_owned());
+        if let Some(bytes) = limits.max_output {
+            if bytes < MIN_OUTPUT_BYTES {
+                return Err(format!(
+                    "[limits] max-output must be at least {}",
+                    format_size(MIN_OUTPUT_BYTES)
+                ));
             }
-            policy.limits.max_output_bytes = usize::try_from(kib << 10).unwrap_or(usize::MAX);
+            policy.limits.max_output_bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
         }
         if let Some(n) = limits.max_concurrent {
             if n == 0 {
@@ -344,10 +361,10 @@ impl Policy {
         lines.push("sockets: none".to_owned());
         let limits = &self.limits;
         lines.push(format!(
-            "limits: memory {} MiB, timeout {} ms, output {} KiB, fuel {}, concurrent {}",
-            limits.memory_bytes >> 20,
-            limits.timeout.as_millis(),
-            limits.max_output_bytes >> 10,
+            "limits: memory {}, timeout {}, output {}, fuel {}, concurrent {}",
+            format_size(limits.memory_bytes as u64),
+            format_duration(limits.timeout),
+            format_size(limits.max_output_bytes as u64),
             limits
                 .fuel
                 .map_or("unmetered".to_owned(), |f| f.to_string()),
@@ -375,8 +392,18 @@ impl std::fmt::Debug for Policy {
 mod tests {
     use super::*;
 
+    /// The server's limits in these tests: the runtime's defaults.
+    fn defaults() -> CallLimits {
+        CallLimits {
+            memory_bytes: 64 << 20,
+            timeout: Duration::from_secs(10),
+            fuel: None,
+            max_output_bytes: 1 << 20,
+            max_concurrent: None,
+        }
+    }
+
     fn resolve(text: &str, dir: &Path) -> Result<Policy, String> {
-        let defaults = RuntimeLimits::default();
         let sources = PolicySources {
             secrets: Secrets::parse("token = \"s3cret\"", Path::new("secrets.toml")).unwrap(),
             protected: ProtectedPaths::default(),
@@ -386,7 +413,8 @@ mod tests {
             &manifest,
             &dir.join("t.toml"),
             &PolicyContext {
-                defaults: &defaults,
+                defaults: defaults(),
+                fuel_metered: false,
                 sources: &sources,
             },
         )
@@ -404,8 +432,8 @@ mod tests {
         let policy = resolve(
             r#"
             [limits]
-            memory-mib = 8
-            timeout-ms = 250
+            memory = "8MiB"
+            timeout = "250ms"
             [[dirs]]
             host = "data"
             guest = "/data"
@@ -446,7 +474,22 @@ mod tests {
     fn bad_grants_are_refused_with_the_key() {
         let dir = temp_dir();
         for (text, expected) in [
-            ("[limits]\nmemory-mib = 100000\n", "memory-mib"),
+            (
+                "[limits]\nmemory = \"100GiB\"\n",
+                "memory = \"100GiB\": must be between 1MiB and the server's --max-memory (64MiB)",
+            ),
+            (
+                "[limits]\nmemory = \"512KiB\"\n",
+                "must be between 1MiB and the server's --max-memory",
+            ),
+            (
+                "[limits]\ntimeout = \"0s\"\n",
+                "timeout must be at least 1ms",
+            ),
+            (
+                "[limits]\nmax-output = \"1B\"\n",
+                "max-output must be at least 1KiB",
+            ),
             ("[limits]\nfuel = 10\n", "--enable-fuel"),
             ("[limits]\nmax-concurrent = 0\n", "max-concurrent"),
             (
@@ -490,17 +533,17 @@ mod tests {
 
     #[test]
     fn no_manifest_means_nothing_granted() {
-        let defaults = RuntimeLimits::default();
         let policy = Policy::load_for(
             Path::new("/nonexistent/dir/tool.wasm"),
             &PolicyContext {
-                defaults: &defaults,
+                defaults: defaults(),
+                fuel_metered: false,
                 sources: &PolicySources::default(),
             },
         )
         .unwrap();
         assert!(policy.manifest.is_none() && policy.dirs.is_empty() && policy.env.is_empty());
         assert!(policy.http.is_empty());
-        assert_eq!(policy.limits.memory_bytes, defaults.max_memory_bytes);
+        assert_eq!(policy.limits, defaults());
     }
 }

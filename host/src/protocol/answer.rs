@@ -14,8 +14,26 @@ use serde::ser::SerializeMap;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::dispatch::Reply;
 use super::jsonrpc::{self, RpcError};
+
+/// The encoded response to one request.
+#[derive(Debug)]
+pub struct Reply {
+    /// The JSON-RPC response message.
+    pub body: Vec<u8>,
+    /// The HTTP status Streamable HTTP pairs with it.
+    pub http_status: u16,
+}
+
+impl Reply {
+    /// No message at all: what a request the client cancelled gets.
+    pub fn none() -> Self {
+        Reply {
+            body: Vec::new(),
+            http_status: 202,
+        }
+    }
+}
 
 /// The answer to one request.
 #[derive(Debug)]

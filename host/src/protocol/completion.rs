@@ -9,102 +9,102 @@ use serde_json::{Map, Value};
 
 use super::answer::{Answer, Complete};
 use super::catalog::Catalog;
-use super::dispatch::Server;
 use super::jsonrpc::{self, Request, RpcError};
+use super::mrtr;
 use super::wire;
+use crate::runtime::Runtime;
 use crate::runtime::wit_completions::{self, CompletionTarget};
 
-impl Server {
-    /// Answers `completion/complete`.
-    pub(super) async fn complete(
-        &self,
-        request: &Request,
-        catalog: &Catalog,
-    ) -> Result<Answer, RpcError> {
-        let params = &request.params;
-        let target = parse_ref(params.get("ref"))?;
-        let argument = params
-            .get("argument")
-            .and_then(Value::as_object)
-            .ok_or_else(|| {
-                RpcError::invalid_params("Invalid params: missing argument {name, value}")
-            })?;
-        let (Some(argument_name), Some(argument_value)) = (
-            argument.get("name").and_then(Value::as_str),
-            argument.get("value").and_then(Value::as_str),
-        ) else {
-            return Err(RpcError::invalid_params(
-                "Invalid params: argument needs a string name and a string value",
-            ));
-        };
-        let context = parse_context(params.get("context"))?;
-        let registry = &catalog.registry;
-        let empty = wit_completions::Completion {
-            values: Vec::new(),
-            total: Some(0),
-            has_more: false,
-        };
-        let declared = match &target {
-            CompletionTarget::Prompt(name) => registry
-                .find_prompt(name)
-                .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?
-                .item()
-                .arguments
-                .iter()
-                .any(|a| a.name == argument_name),
-            CompletionTarget::ResourceTemplate(uri) => {
-                match registry.templates().iter().find(|t| &**t.key() == uri) {
-                    Some(template) => template.item().variables().any(|v| v == argument_name),
-                    // A listed resource has nothing to complete.
-                    None if registry.resolve_resource(uri).is_some() => {
-                        return Ok(Answer::complete(&wire::complete_result(&empty)));
-                    }
-                    None => {
-                        return Err(RpcError::invalid_params(format!(
-                            "Unknown resource template: {uri}"
-                        )));
-                    }
+/// Answers `completion/complete`.
+pub(super) async fn complete(
+    runtime: &Runtime,
+    request: &Request,
+    catalog: &Catalog,
+) -> Result<Answer, RpcError> {
+    let params = &request.params;
+    let target = parse_ref(params.get("ref"))?;
+    let argument = params
+        .get("argument")
+        .and_then(Value::as_object)
+        .ok_or_else(|| {
+            RpcError::invalid_params("Invalid params: missing argument {name, value}")
+        })?;
+    let (Some(argument_name), Some(argument_value)) = (
+        argument.get("name").and_then(Value::as_str),
+        argument.get("value").and_then(Value::as_str),
+    ) else {
+        return Err(RpcError::invalid_params(
+            "Invalid params: argument needs a string name and a string value",
+        ));
+    };
+    let context = parse_context(params.get("context"))?;
+    let registry = &catalog.registry;
+    let empty = wit_completions::Completion {
+        values: Vec::new(),
+        total: Some(0),
+        has_more: false,
+    };
+    let declared = match &target {
+        CompletionTarget::Prompt(name) => registry
+            .find_prompt(name)
+            .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?
+            .item()
+            .arguments
+            .iter()
+            .any(|a| a.name == argument_name),
+        CompletionTarget::ResourceTemplate(uri) => {
+            match registry.templates().iter().find(|t| &**t.key() == uri) {
+                Some(template) => template.item().variables().any(|v| v == argument_name),
+                // A listed resource has nothing to complete.
+                None if registry.resolve_resource(uri).is_some() => {
+                    return Ok(Answer::complete(&wire::complete_result(&empty)));
+                }
+                None => {
+                    return Err(RpcError::invalid_params(format!(
+                        "Unknown resource template: {uri}"
+                    )));
                 }
             }
-        };
-        if !declared {
-            return Err(RpcError::invalid_params(format!(
-                "Invalid params: {} has no argument '{argument_name}'",
-                describe(&target)
-            )));
         }
-        let Some(component) = registry.completer(&target) else {
-            return Err(RpcError::invalid_params(format!(
-                "Unknown {}",
-                describe(&target)
-            )));
-        };
-        let completion_request = wit_completions::CompletionRequest {
-            target,
-            argument_name: argument_name.to_owned(),
-            argument_value: argument_value.to_owned(),
-            context,
-        };
-        match component.complete(&self.runtime, &completion_request).await {
-            None => Ok(Answer::complete(&wire::complete_result(&empty))),
-            Some(Ok(completion)) => jsonrpc::encode_within(
-                &wire::complete_result(&completion),
-                component.max_output_bytes(),
-            )
-            .map(|members| Answer::Complete(Complete::new(members)))
-            .map_err(|error| {
-                RpcError::internal(format!(
-                    "Completing {} failed: {error}",
-                    describe(&completion_request.target)
-                ))
-            }),
-            Some(Err(error)) => {
-                tracing::warn!(file = %component.source().display(), %error, "completion failed");
-                Err(RpcError::internal(format!(
-                    "Completing {} failed: {error}",
-                    describe(&completion_request.target)
-                )))
-            }
+    };
+    if !declared {
+        return Err(RpcError::invalid_params(format!(
+            "Invalid params: {} has no argument '{argument_name}'",
+            describe(&target)
+        )));
+    }
+    let Some(component) = registry.completer(&target) else {
+        return Err(RpcError::invalid_params(format!(
+            "Unknown {}",
+            describe(&target)
+        )));
+    };
+    let completion_request = wit_completions::CompletionRequest {
+        target,
+        argument_name: argument_name.to_owned(),
+        argument_value: argument_value.to_owned(),
+        context,
+    };
+    match component.complete(runtime, &completion_request).await {
+        None => Ok(Answer::complete(&wire::complete_result(&empty))),
+        Some(Ok(completion)) => jsonrpc::encode_within(
+            &wire::complete_result(&completion),
+            component.max_output_bytes(),
+        )
+        .map(|members| Answer::Complete(Complete::new(members)))
+        .map_err(|error| {
+            RpcError::internal(format!(
+                "Completing {} failed: {}",
+                describe(&completion_request.target),
+                mrtr::output_failure(error)
+            ))
+        }),
+        Some(Err(error)) => {
+            tracing::warn!(file = %component.source().display(), %error, "completion failed");
+            Err(RpcError::internal(format!(
+                "Completing {} failed: {error}",
+                describe(&completion_request.target)
+            )))
         }
     }
 }

@@ -10,93 +10,33 @@ use std::sync::{Arc, RwLock};
 
 use serde::Serialize;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value, json};
-use tokio::sync::mpsc;
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, watch};
 
-use super::answer::Answer;
+use super::answer::{Answer, Reply};
 use super::catalog::{Catalog, ListResult, Pages};
-use super::envelope::{self, MirroredHeaders, PROTOCOL_VERSION, SUPPORTED_VERSIONS};
+use super::completion;
+use super::context::{Notifier, ProtocolSettings, RequestContext, Services};
+use super::envelope::{self, PROTOCOL_VERSION, SUPPORTED_VERSIONS};
 use super::jsonrpc::{self, Request, RpcError};
-use super::legacy::BridgeSettings;
+use super::mrtr::run_round;
 use super::prompts::PromptGet;
 use super::resources::ResourceRead;
-use super::subscriptions::{ServerChange, Subscriptions};
+use super::subscriptions::{self, ServerChange, Subscriptions};
 use super::tools::ToolCall;
 use crate::registry::Registry;
 use crate::runtime::Runtime;
 use crate::state::StateSealer;
 
-/// Channel for the notifications of one request (encoded JSON-RPC messages),
-/// delivered before its response.
-pub type Notifier = mpsc::Sender<Vec<u8>>;
-
-/// Settings of the protocol layer.
-#[derive(Debug, Clone)]
-pub struct ProtocolSettings {
-    /// Most rounds one multi-round call may take before it is refused.
-    pub max_rounds: u32,
-    /// `ttlMs` of `server/discover` and of every list.
-    pub list_ttl_ms: u64,
-    /// `ttlMs` of `resources/read` results.
-    pub read_ttl_ms: u64,
-    /// Most items on one page of a list.
-    pub page_size: usize,
-    /// Optional `instructions` in `server/discover` (and `initialize`).
-    pub instructions: Option<String>,
-    /// Limits of the bridge that serves legacy sessions.
-    pub legacy: BridgeSettings,
-}
-
-impl Default for ProtocolSettings {
-    fn default() -> Self {
-        Self {
-            max_rounds: 32,
-            list_ttl_ms: 60_000,
-            read_ttl_ms: 0,
-            page_size: 100,
-            instructions: None,
-            legacy: BridgeSettings::default(),
-        }
-    }
-}
-
-/// Who sent a request and, on HTTP, the headers that mirror its body.
-#[derive(Debug, Clone, Copy)]
-pub struct RequestContext<'a> {
-    /// The authenticated principal that `requestState` is bound to.
-    pub principal: &'a str,
-    /// The mirrored HTTP headers; `None` on stdio.
-    pub headers: Option<MirroredHeaders<'a>>,
-}
-
-/// The encoded response to one request.
-#[derive(Debug)]
-pub struct Reply {
-    /// The JSON-RPC response message.
-    pub body: Vec<u8>,
-    /// The HTTP status Streamable HTTP pairs with it.
-    pub http_status: u16,
-}
-
-impl Reply {
-    /// No message at all: what a request the client cancelled gets.
-    pub fn none() -> Self {
-        Reply {
-            body: Vec::new(),
-            http_status: 202,
-        }
-    }
-}
-
 /// The MCP server: everything needed to answer a request.
 pub struct Server {
-    pub(super) runtime: Arc<Runtime>,
-    pub(super) sealer: StateSealer,
-    pub(super) settings: ProtocolSettings,
+    runtime: Arc<Runtime>,
+    sealer: StateSealer,
+    settings: ProtocolSettings,
     catalog: RwLock<Arc<Catalog>>,
-    pub(super) subscriptions: Subscriptions,
+    subscriptions: Subscriptions,
     /// Set to `true` once, when the server shuts down (ends listen streams).
-    pub(super) shutdown: tokio::sync::watch::Sender<bool>,
+    shutdown: watch::Sender<bool>,
     server_info: Box<RawValue>,
 }
 
@@ -120,7 +60,7 @@ impl Server {
             settings,
             catalog: RwLock::new(Arc::new(catalog)),
             subscriptions: Subscriptions::default(),
-            shutdown: tokio::sync::watch::Sender::new(false),
+            shutdown: watch::Sender::new(false),
             server_info,
         })
     }
@@ -189,12 +129,35 @@ impl Server {
     }
 
     /// `{name, version}` of this server.
-    pub(super) fn server_info(&self) -> &RawValue {
+    pub fn server_info(&self) -> &RawValue {
         &self.server_info
     }
 
+    /// The protocol's settings.
+    pub fn settings(&self) -> &ProtocolSettings {
+        &self.settings
+    }
+
+    /// A receiver of every change of what the server serves, from now on.
+    pub fn changes(&self) -> broadcast::Receiver<ServerChange> {
+        self.subscriptions.subscribe()
+    }
+
+    /// A receiver that turns `true` when the server shuts down.
+    pub fn shutting_down(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+
+    fn services(&self) -> Services<'_> {
+        Services {
+            runtime: &self.runtime,
+            sealer: &self.sealer,
+            settings: &self.settings,
+        }
+    }
+
     /// What this server can do, as `server/discover` and `initialize` say.
-    pub(super) fn capabilities(&self) -> Value {
+    pub fn capabilities(&self) -> Value {
         json!({
             "tools": { "listChanged": true },
             "prompts": { "listChanged": true },
@@ -249,12 +212,12 @@ impl Server {
             "server/discover" => Ok(self.discover()),
             "tools/list" => self.list(request, &catalog.tools, "tools"),
             "tools/call" => {
-                self.run_round::<ToolCall>(request, catalog, &meta, context, notifier)
+                run_round::<ToolCall>(self.services(), request, catalog, &meta, context, notifier)
                     .await
             }
             "prompts/list" => self.list(request, &catalog.prompts, "prompts"),
             "prompts/get" => {
-                self.run_round::<PromptGet>(request, catalog, &meta, context, notifier)
+                run_round::<PromptGet>(self.services(), request, catalog, &meta, context, notifier)
                     .await
             }
             "resources/list" => self.list(request, &catalog.resources, "resources"),
@@ -262,11 +225,15 @@ impl Server {
                 self.list(request, &catalog.templates, "resourceTemplates")
             }
             "resources/read" => {
-                self.run_round::<ResourceRead>(request, catalog, &meta, context, notifier)
+                let services = self.services();
+                run_round::<ResourceRead>(services, request, catalog, &meta, context, notifier)
                     .await
             }
-            "completion/complete" => self.complete(request, catalog).await,
-            "subscriptions/listen" => self.listen(request, notifier).await,
+            "completion/complete" => completion::complete(&self.runtime, request, catalog).await,
+            "subscriptions/listen" => {
+                subscriptions::listen(&self.subscriptions, self.shutting_down(), request, notifier)
+                    .await
+            }
             method => Err(unknown_method(method)),
         }
     }
@@ -324,22 +291,6 @@ fn unknown_method(method: &str) -> RpcError {
         .with_status(404)
     } else {
         RpcError::method_not_found(method)
-    }
-}
-
-/// Reads a required string parameter.
-pub(super) fn required_str<'a>(
-    params: &'a Map<String, Value>,
-    name: &str,
-) -> Result<&'a str, RpcError> {
-    match params.get(name) {
-        Some(Value::String(value)) => Ok(value),
-        Some(_) => Err(RpcError::invalid_params(format!(
-            "Invalid params: {name} must be a string"
-        ))),
-        None => Err(RpcError::invalid_params(format!(
-            "Invalid params: missing {name}"
-        ))),
     }
 }
 

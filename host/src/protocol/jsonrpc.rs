@@ -247,6 +247,19 @@ pub fn decode(bytes: &[u8]) -> Result<Incoming, DecodeError> {
     })
 }
 
+/// Reads a required string parameter.
+pub fn required_str<'a>(params: &'a Map<String, Value>, name: &str) -> Result<&'a str, RpcError> {
+    match params.get(name) {
+        Some(Value::String(value)) => Ok(value),
+        Some(_) => Err(RpcError::invalid_params(format!(
+            "Invalid params: {name} must be a string"
+        ))),
+        None => Err(RpcError::invalid_params(format!(
+            "Invalid params: missing {name}"
+        ))),
+    }
+}
+
 /// A success response.
 #[derive(Serialize)]
 struct Success<'a, R> {

@@ -6,10 +6,10 @@
 pub mod answer;
 mod catalog;
 mod completion;
+mod context;
 mod dispatch;
 pub mod envelope;
 pub mod jsonrpc;
-pub mod legacy;
 mod mrtr;
 pub mod param_headers;
 mod prompts;
@@ -19,4 +19,7 @@ mod tools;
 pub(crate) mod wire;
 
 pub use answer::Answer;
-pub use dispatch::{Notifier, ProtocolSettings, Reply, RequestContext, Server};
+pub use answer::Reply;
+pub use context::{Notifier, ProtocolSettings, RequestContext};
+pub use dispatch::Server;
+pub(crate) use resources::{check_uri_length, is_not_found};

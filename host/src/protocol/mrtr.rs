@@ -29,9 +29,9 @@ use serde_json::{Map, Value, json};
 
 use super::answer::{Answer, Complete, InputRequest, InputRequired};
 use super::catalog::Catalog;
-use super::dispatch::{Notifier, RequestContext, Server, required_str};
+use super::context::{Notifier, RequestContext, Services};
 use super::envelope::{self, ClientCapabilities, LogLevel, MirroredHeaders, RequestMeta};
-use super::jsonrpc::{self, EncodeError, Request, RpcError};
+use super::jsonrpc::{self, EncodeError, Request, RpcError, required_str};
 use super::wire;
 use crate::runtime::{self, CallError, EventSink, GuestEvent, Runtime, wit};
 use crate::state::Binding;
@@ -49,7 +49,7 @@ pub(super) struct Target<'a> {
 /// `resources/read` each do their own way. The rest of a round (the name and
 /// its header, the state binding, opening the round, running the component
 /// with its events forwarded, gating and sealing its input requests,
-/// bounding what it returns) is [`Server::run_round`]'s, once for all.
+/// bounding what it returns) is [`run_round`]'s, once for all.
 pub(super) trait RoundMethod: Sized + Send + Sync {
     /// The JSON-RPC method; part of what the state is bound to.
     const METHOD: &'static str;
@@ -90,7 +90,13 @@ pub(super) trait RoundMethod: Sized + Send + Sync {
 
     /// What the component's outcome comes to; `limit` bounds an encoded
     /// result ([`Settled::encode`]).
-    fn settle(&self, server: &Server, name: &str, outcome: Self::Outcome, limit: usize) -> Settled;
+    fn settle(
+        &self,
+        services: Services<'_>,
+        name: &str,
+        outcome: Self::Outcome,
+        limit: usize,
+    ) -> Settled;
 
     /// The answer for a component that failed to give a usable outcome
     /// (`why` says how): an `isError` result for tools, an error for the
@@ -121,95 +127,94 @@ impl Settled {
 }
 
 /// Why an encoding failed, in the words of the call error it amounts to.
-fn output_failure(error: EncodeError) -> String {
+pub(super) fn output_failure(error: EncodeError) -> String {
     match error {
         EncodeError::TooLarge { limit } => CallError::OutputTooLarge { limit }.to_string(),
         EncodeError::Invalid(why) => format!("it returned an invalid outcome: {why}"),
     }
 }
 
-impl Server {
-    /// Runs one round of method `M`.
-    pub(super) async fn run_round<M: RoundMethod>(
-        &self,
-        request: &Request,
-        catalog: &Catalog,
-        meta: &RequestMeta,
-        context: RequestContext<'_>,
-        notifier: Option<&Notifier>,
-    ) -> Result<Answer, RpcError> {
-        let name = required_str(&request.params, M::NAMED_BY)?;
-        envelope::check_name_header(context.headers.as_ref(), name)?;
-        let method = M::prepare(catalog, name, request, context.headers.as_ref())?;
-        let target = Target {
-            kind: M::KIND,
-            name,
-        };
-        // Needed to open the state and again to seal the next one, and on a
-        // first round that completes not at all: made once, when first needed.
-        let binding = OnceLock::new();
-        let binding = || {
-            *binding.get_or_init(|| {
-                Binding::new(
-                    context.principal,
-                    M::METHOD,
-                    name,
-                    method.arguments(request),
-                )
-            })
-        };
-        let round = self.open_round(&request.params, target, &binding, meta)?;
-        let number = round.number;
-        let started = std::time::Instant::now();
-        let outcome = with_events(meta, notifier, name, |events| {
-            method.run(&self.runtime, name, request, &round, events)
+/// Runs one round of method `M`.
+pub(super) async fn run_round<M: RoundMethod>(
+    services: Services<'_>,
+    request: &Request,
+    catalog: &Catalog,
+    meta: &RequestMeta,
+    context: RequestContext<'_>,
+    notifier: Option<&Notifier>,
+) -> Result<Answer, RpcError> {
+    let name = required_str(&request.params, M::NAMED_BY)?;
+    envelope::check_name_header(context.headers.as_ref(), name)?;
+    let method = M::prepare(catalog, name, request, context.headers.as_ref())?;
+    let target = Target {
+        kind: M::KIND,
+        name,
+    };
+    // Needed to open the state and again to seal the next one, and on a
+    // first round that completes not at all: made once, when first needed.
+    let binding = OnceLock::new();
+    let binding = || {
+        *binding.get_or_init(|| {
+            Binding::new(
+                context.principal,
+                M::METHOD,
+                name,
+                method.arguments(request),
+            )
         })
-        .await;
-        tracing::debug!(
-            kind = M::KIND,
-            name,
-            round = number,
-            elapsed_us = started.elapsed().as_micros() as u64,
-            "round"
-        );
-        let outcome = match outcome {
-            Err(error @ CallError::Busy { .. }) => return Err(busy(&error)),
-            Err(error) => return Ok(failed(&method, target, error.to_string())),
-            Ok(outcome) => outcome,
-        };
-        let limit = method.max_output_bytes();
-        Ok(match method.settle(self, name, outcome, limit) {
-            Settled::Complete(complete) => Answer::Complete(complete),
-            Settled::Answer(answer) => answer,
-            Settled::Failed(why) => failed(&method, target, why),
-            Settled::InputRequired(input) => {
-                match self.input_required(target, meta, &binding(), number, &input, limit)? {
-                    Ok(required) => Answer::InputRequired(required),
-                    Err(why) => failed(&method, target, why),
-                }
+    };
+    let round = open_round(services, &request.params, target, &binding, meta)?;
+    let number = round.number;
+    let started = std::time::Instant::now();
+    let outcome = with_events(meta, notifier, name, |events| {
+        method.run(services.runtime, name, request, &round, events)
+    })
+    .await;
+    tracing::debug!(
+        kind = M::KIND,
+        name,
+        round = number,
+        elapsed_us = started.elapsed().as_micros() as u64,
+        "round"
+    );
+    let outcome = match outcome {
+        Err(error @ CallError::Busy { .. }) => return Err(busy(&error)),
+        Err(error) => return Ok(failed(&method, target, error.to_string())),
+        Ok(outcome) => outcome,
+    };
+    let limit = method.max_output_bytes();
+    Ok(match method.settle(services, name, outcome, limit) {
+        Settled::Complete(complete) => Answer::Complete(complete),
+        Settled::Answer(answer) => answer,
+        Settled::Failed(why) => failed(&method, target, why),
+        Settled::InputRequired(input) => {
+            match input_required(services, target, meta, &binding(), number, &input, limit)? {
+                Ok(required) => Answer::InputRequired(required),
+                Err(why) => failed(&method, target, why),
             }
-        })
-    }
+        }
+    })
+}
 
-    /// Opens the round a request carries: its answers, and the state of the
-    /// previous round (checked against `binding`) if it has one.
-    fn open_round<'b>(
-        &self,
-        params: &Map<String, Value>,
-        target: Target<'_>,
-        binding: &dyn Fn() -> Binding<'b>,
-        meta: &RequestMeta,
-    ) -> Result<wit::Round, RpcError> {
-        let responses = match params.get("inputResponses") {
-            None => Vec::new(),
-            Some(value) => wire::input_responses(value)
-                .map_err(|e| RpcError::invalid_params(format!("Invalid params: {e}")))?,
-        };
-        let (number, state) = match params.get("requestState") {
-            None => (1, None),
-            Some(Value::String(token)) => {
-                let binding = binding();
-                let opened = self.sealer.open(token, &binding).map_err(|e| {
+/// Opens the round a request carries: its answers, and the state of the
+/// previous round (checked against `binding`) if it has one.
+fn open_round<'b>(
+    services: Services<'_>,
+    params: &Map<String, Value>,
+    target: Target<'_>,
+    binding: &dyn Fn() -> Binding<'b>,
+    meta: &RequestMeta,
+) -> Result<wit::Round, RpcError> {
+    let responses = match params.get("inputResponses") {
+        None => Vec::new(),
+        Some(value) => wire::input_responses(value)
+            .map_err(|e| RpcError::invalid_params(format!("Invalid params: {e}")))?,
+    };
+    let (number, state) = match params.get("requestState") {
+        None => (1, None),
+        Some(Value::String(token)) => {
+            let binding = binding();
+            let opened = services.sealer.open(token, &binding).map_err(|e| {
                     if !e.is_client_error() {
                         // Single-use mode could not record the token: fail closed.
                         tracing::warn!(kind = target.kind, name = target.name, principal = binding.principal, reason = %e, "requestState not checked");
@@ -218,87 +223,91 @@ impl Server {
                     tracing::info!(kind = target.kind, name = target.name, principal = binding.principal, reason = %e, "requestState refused");
                     RpcError::invalid_params(e.client_message())
                 })?;
-                if opened.round >= self.settings.max_rounds {
-                    return Err(RpcError::invalid_params(format!(
-                        "{} '{}' did not finish within {} rounds; start the request again",
-                        target.kind, target.name, self.settings.max_rounds
-                    )));
-                }
-                (opened.round + 1, opened.guest_state)
-            }
-            Some(_) => {
-                return Err(RpcError::invalid_params(
-                    "Invalid params: requestState must be a string",
-                ));
-            }
-        };
-        Ok(wit::Round {
-            number,
-            responses,
-            state,
-            client: capabilities(&meta.capabilities),
-        })
-    }
-
-    /// Turns a component's request for input into an `input_required`
-    /// answer with a newly sealed state, its requests encoded within
-    /// `limit` bytes in all. `Ok(Err(problem))` when the component's request
-    /// cannot be sent (the caller reports it as the component's failure);
-    /// `Err` when the client lacks a capability it would need.
-    fn input_required(
-        &self,
-        target: Target<'_>,
-        meta: &RequestMeta,
-        binding: &Binding<'_>,
-        round: u32,
-        input: &wit::InputRequired,
-        limit: usize,
-    ) -> Result<Result<InputRequired, String>, RpcError> {
-        if input.requests.is_empty() && input.state.is_none() {
-            return Ok(Err(
-                "it returned an invalid outcome: asked for input without any request or state"
-                    .to_owned(),
-            ));
-        }
-        let mut keys = std::collections::HashSet::new();
-        for (key, _) in &input.requests {
-            if key.is_empty() || !keys.insert(key.as_str()) {
-                return Ok(Err(format!(
-                    "it returned an invalid outcome: input request key {key:?} is empty or repeated"
+            if opened.round >= services.settings.max_rounds {
+                return Err(RpcError::invalid_params(format!(
+                    "{} '{}' did not finish within {} rounds; start the request again",
+                    target.kind, target.name, services.settings.max_rounds
                 )));
             }
+            (opened.round + 1, opened.guest_state)
         }
-        check_capabilities(target, &input.requests, &meta.capabilities)?;
-        let mut budget = limit;
-        let mut requests = Vec::with_capacity(input.requests.len());
-        for (key, request) in &input.requests {
-            let request = match wire::input_request(request) {
-                Ok(request) => request,
-                Err(error) => {
-                    return Ok(Err(format!("it returned an invalid outcome: {}", error.0)));
-                }
-            };
-            let method = request.method();
-            let params = match jsonrpc::encode_within(&request.params(), budget) {
-                Ok(params) => params,
-                Err(error) => return Ok(Err(output_failure(error))),
-            };
-            budget = budget.saturating_sub(params.len() + key.len() + method.len());
-            requests.push(InputRequest {
-                key: key.clone(),
-                method,
-                params,
-            });
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "Invalid params: requestState must be a string",
+            ));
         }
-        let request_state = match self.sealer.seal(binding, round, input.state.as_deref()) {
-            Ok(token) => token,
-            Err(error) => return Ok(Err(error.to_string())),
-        };
-        Ok(Ok(InputRequired {
-            requests,
-            request_state,
-        }))
+    };
+    Ok(wit::Round {
+        number,
+        responses,
+        state,
+        client: capabilities(&meta.capabilities),
+    })
+}
+
+/// Turns a component's request for input into an `input_required`
+/// answer with a newly sealed state, its requests encoded within `limit`
+/// bytes in all. `Ok(Err(problem))` when the component's request cannot be
+/// sent (the caller reports it as the component's failure); `Err` when the
+/// client lacks a capability it would need.
+fn input_required(
+    services: Services<'_>,
+    target: Target<'_>,
+    meta: &RequestMeta,
+    binding: &Binding<'_>,
+    round: u32,
+    input: &wit::InputRequired,
+    limit: usize,
+) -> Result<Result<InputRequired, String>, RpcError> {
+    if input.requests.is_empty() && input.state.is_none() {
+        return Ok(Err(
+            "it returned an invalid outcome: asked for input without any request or state"
+                .to_owned(),
+        ));
     }
+    let mut keys = std::collections::HashSet::new();
+    for (key, _) in &input.requests {
+        if key.is_empty() || !keys.insert(key.as_str()) {
+            return Ok(Err(format!(
+                "it returned an invalid outcome: input request key {key:?} is empty or repeated"
+            )));
+        }
+    }
+    check_capabilities(target, &input.requests, &meta.capabilities)?;
+    let mut budget = limit;
+    let mut requests = Vec::with_capacity(input.requests.len());
+    for (key, request) in &input.requests {
+        let request = match wire::input_request(request) {
+            Ok(request) => request,
+            Err(error) => {
+                return Ok(Err(format!("it returned an invalid outcome: {}", error.0)));
+            }
+        };
+        let method = request.method();
+        let params = match jsonrpc::encode_within(&request.params(), budget) {
+            Ok(params) => params,
+            // Over what is left of the limit: the round's requests
+            // together are over the limit itself.
+            Err(EncodeError::TooLarge { .. }) => {
+                return Ok(Err(output_failure(EncodeError::TooLarge { limit })));
+            }
+            Err(error) => return Ok(Err(output_failure(error))),
+        };
+        budget = budget.saturating_sub(params.len() + key.len() + method.len());
+        requests.push(InputRequest {
+            key: key.clone(),
+            method,
+            params,
+        });
+    }
+    let request_state = match services.sealer.seal(binding, round, input.state.as_deref()) {
+        Ok(token) => token,
+        Err(error) => return Ok(Err(error.to_string())),
+    };
+    Ok(Ok(InputRequired {
+        requests,
+        request_state,
+    }))
 }
 
 /// The answer for a component that failed, and its log line.

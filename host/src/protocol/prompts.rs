@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::answer::Answer;
 use super::catalog::Catalog;
-use super::dispatch::Server;
+use super::context::Services;
 use super::envelope::MirroredHeaders;
 use super::jsonrpc::{Request, RpcError};
 use super::mrtr::{RoundMethod, Settled, Target};
@@ -110,7 +110,7 @@ impl RoundMethod for PromptGet {
 
     fn settle(
         &self,
-        _server: &Server,
+        _services: Services<'_>,
         _name: &str,
         outcome: wit_prompts::PromptOutcome,
         limit: usize,

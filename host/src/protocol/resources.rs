@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::answer::Answer;
 use super::catalog::Catalog;
-use super::dispatch::Server;
+use super::context::Services;
 use super::envelope::MirroredHeaders;
 use super::jsonrpc::{self, Request, RpcError};
 use super::mrtr::{RoundMethod, Settled, Target};
@@ -85,7 +85,7 @@ impl RoundMethod for ResourceRead {
 
     fn settle(
         &self,
-        server: &Server,
+        services: Services<'_>,
         uri: &str,
         outcome: wit_resources::ReadOutcome,
         limit: usize,
@@ -103,7 +103,7 @@ impl RoundMethod for ResourceRead {
                     // Components cannot see who asks, but a read may still
                     // depend on the moment: never shared across callers.
                     Settled::Complete(complete) => {
-                        Settled::Complete(complete.cached(server.settings.read_ttl_ms, "private"))
+                        Settled::Complete(complete.cached(services.settings.read_ttl_ms, "private"))
                     }
                     other => other,
                 }
@@ -121,7 +121,7 @@ impl RoundMethod for ResourceRead {
 }
 
 /// Refuses a `uri` parameter longer than any URI a component may serve.
-pub(super) fn check_uri_length(uri: &str) -> Result<(), RpcError> {
+pub(crate) fn check_uri_length(uri: &str) -> Result<(), RpcError> {
     if uri.len() > MAX_URI_LEN {
         return Err(RpcError::invalid_params(format!(
             "Invalid params: uri is longer than {MAX_URI_LEN} bytes"

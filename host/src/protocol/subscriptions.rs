@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
 use super::answer::{Answer, Complete};
-use super::dispatch::{Notifier, Server};
+use super::context::Notifier;
 use super::jsonrpc::{self, Request, RpcError};
 
 /// The `_meta` key that tags every notification of a listen stream.
@@ -43,14 +43,14 @@ pub enum ServerChange {
 
 impl ServerChange {
     /// Every list change: what a listener that missed some must assume.
-    pub(super) const ALL_LISTS: [ServerChange; 3] = [
+    pub const ALL_LISTS: [ServerChange; 3] = [
         ServerChange::ToolsListChanged,
         ServerChange::PromptsListChanged,
         ServerChange::ResourcesListChanged,
     ];
 
     /// The notification that announces this change.
-    pub(super) fn method(&self) -> &'static str {
+    pub fn method(&self) -> &'static str {
         match self {
             ServerChange::ToolsListChanged => "notifications/tools/list_changed",
             ServerChange::PromptsListChanged => "notifications/prompts/list_changed",
@@ -60,7 +60,7 @@ impl ServerChange {
     }
 
     /// The notification's params: the URI of an updated resource.
-    pub(super) fn params(&self) -> Map<String, Value> {
+    pub fn params(&self) -> Map<String, Value> {
         let mut params = Map::new();
         if let ServerChange::ResourceUpdated(uri) = self {
             params.insert("uri".to_owned(), json!(&**uri));
@@ -84,7 +84,7 @@ impl Default for Subscriptions {
 
 impl Subscriptions {
     /// A receiver of every change published from now on.
-    pub(super) fn subscribe(&self) -> broadcast::Receiver<ServerChange> {
+    pub fn subscribe(&self) -> broadcast::Receiver<ServerChange> {
         self.sender.subscribe()
     }
 
@@ -184,75 +184,73 @@ pub(crate) fn covers(subscribed: &str, uri: &str) -> bool {
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('/') || subscribed.ends_with('/'))
 }
 
-impl Server {
-    /// Serves one `subscriptions/listen` until the client leaves or the
-    /// server shuts down.
-    pub(super) async fn listen(
-        &self,
-        request: &Request,
-        notifier: Option<&Notifier>,
-    ) -> Result<Answer, RpcError> {
-        let filter = Filter::parse(&request.params)?;
-        let Some(out) = notifier else {
-            return Err(RpcError::invalid_request(
-                "subscriptions/listen answers with a stream: send Accept: text/event-stream",
-            ));
+/// Serves one `subscriptions/listen` until the client leaves or the
+/// server shuts down (`shutdown` turns true).
+pub(super) async fn listen(
+    subscriptions: &Subscriptions,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+    request: &Request,
+    notifier: Option<&Notifier>,
+) -> Result<Answer, RpcError> {
+    let filter = Filter::parse(&request.params)?;
+    let Some(out) = notifier else {
+        return Err(RpcError::invalid_request(
+            "subscriptions/listen answers with a stream: send Accept: text/event-stream",
+        ));
+    };
+    // Subscribe before acknowledging, so nothing published after the
+    // acknowledgement is missed.
+    let mut changes = subscriptions.subscribe();
+    let tag = json!({ SUBSCRIPTION_ID: request.id });
+    let note = |method: &str, mut params: Map<String, Value>| {
+        params.insert("_meta".to_owned(), tag.clone());
+        jsonrpc::encode_notification(method, &Value::Object(params))
+    };
+    let mut ack = Map::new();
+    ack.insert("notifications".to_owned(), filter.acknowledged());
+    if out
+        .send(note("notifications/subscriptions/acknowledged", ack))
+        .await
+        .is_err()
+    {
+        return Ok(listen_result(request));
+    }
+    loop {
+        let messages = tokio::select! {
+            change = changes.recv() => match change {
+                Ok(change) => filter
+                    .wants(&change)
+                    .map(|method| note(method, change.params()))
+                    .into_iter()
+                    .collect::<Vec<_>>(),
+                // Missed some: say every list it watches may have changed.
+                Err(broadcast::error::RecvError::Lagged(_)) => ServerChange::ALL_LISTS
+                    .iter()
+                    .filter_map(|change| filter.wants(change))
+                    .map(|method| note(method, Map::new()))
+                    .collect(),
+                Err(broadcast::error::RecvError::Closed) => break,
+            },
+            _ = shutdown.wait_for(|down| *down) => break,
+            () = out.closed() => break,
         };
-        // Subscribe before acknowledging, so nothing published after the
-        // acknowledgement is missed.
-        let mut changes = self.subscriptions.subscribe();
-        let mut shutdown = self.shutdown.subscribe();
-        let tag = json!({ SUBSCRIPTION_ID: request.id });
-        let note = |method: &str, mut params: Map<String, Value>| {
-            params.insert("_meta".to_owned(), tag.clone());
-            jsonrpc::encode_notification(method, &Value::Object(params))
-        };
-        let mut ack = Map::new();
-        ack.insert("notifications".to_owned(), filter.acknowledged());
-        if out
-            .send(note("notifications/subscriptions/acknowledged", ack))
-            .await
-            .is_err()
-        {
-            return Ok(self.listen_result(request));
-        }
-        loop {
-            let messages = tokio::select! {
-                change = changes.recv() => match change {
-                    Ok(change) => filter
-                        .wants(&change)
-                        .map(|method| note(method, change.params()))
-                        .into_iter()
-                        .collect::<Vec<_>>(),
-                    // Missed some: say every list it watches may have changed.
-                    Err(broadcast::error::RecvError::Lagged(_)) => ServerChange::ALL_LISTS
-                        .iter()
-                        .filter_map(|change| filter.wants(change))
-                        .map(|method| note(method, Map::new()))
-                        .collect(),
-                    Err(broadcast::error::RecvError::Closed) => break,
-                },
-                _ = shutdown.wait_for(|down| *down) => break,
-                () = out.closed() => break,
-            };
-            for message in messages {
-                if out.send(message).await.is_err() {
-                    return Ok(self.listen_result(request));
-                }
+        for message in messages {
+            if out.send(message).await.is_err() {
+                return Ok(listen_result(request));
             }
         }
-        Ok(self.listen_result(request))
     }
+    Ok(listen_result(request))
+}
 
-    /// The `SubscriptionsListenResult` that ends a stream: no members but
-    /// the subscription id in its `_meta`.
-    fn listen_result(&self, request: &Request) -> Answer {
-        let mut result = Complete::new("{}".to_owned());
-        result
-            .meta
-            .insert(SUBSCRIPTION_ID.to_owned(), request.id.clone());
-        Answer::Complete(result)
-    }
+/// The `SubscriptionsListenResult` that ends a stream: no members but the
+/// subscription id in its `_meta`.
+fn listen_result(request: &Request) -> Answer {
+    let mut result = Complete::new("{}".to_owned());
+    result
+        .meta
+        .insert(SUBSCRIPTION_ID.to_owned(), request.id.clone());
+    Answer::Complete(result)
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::answer::Answer;
 use super::catalog::Catalog;
-use super::dispatch::Server;
+use super::context::Services;
 use super::envelope::MirroredHeaders;
 use super::jsonrpc::{Request, RpcError};
 use super::mrtr::{RoundMethod, Settled, Target};
@@ -101,7 +101,7 @@ impl RoundMethod for ToolCall {
 
     fn settle(
         &self,
-        _server: &Server,
+        _services: Services<'_>,
         _name: &str,
         outcome: wit::CallOutcome,
         limit: usize,

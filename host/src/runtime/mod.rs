@@ -62,7 +62,7 @@ use self::engine::{EPOCH_TICK, EpochTicker};
 pub use self::error::CallError;
 pub use self::events::{Change, EventSink, GuestEvent};
 pub(crate) use self::store::CallState;
-use crate::policy::{Policy, PolicyContext, PolicySources};
+use crate::policy::{CallLimits, Policy, PolicyContext, PolicySources};
 
 /// Limits applied to every guest call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,6 +118,19 @@ pub struct RuntimeLimits {
     /// Most input requests one `input_required` outcome may make.
     /// Default 64.
     pub max_input_requests: usize,
+}
+
+impl RuntimeLimits {
+    /// What every call runs under unless its manifest says otherwise.
+    pub fn call_limits(&self) -> CallLimits {
+        CallLimits {
+            memory_bytes: self.max_memory_bytes,
+            timeout: self.call_timeout,
+            fuel: None,
+            max_output_bytes: self.max_output_bytes,
+            max_concurrent: None,
+        }
+    }
 }
 
 impl Default for RuntimeLimits {
@@ -199,7 +212,7 @@ impl Runtime {
         let ticker = EpochTicker::start(&engine, EPOCH_TICK)?;
         let permits = Semaphore::new(limits.max_concurrent_calls);
         let (changes, changes_receiver) = tokio::sync::mpsc::channel(CHANGE_QUEUE);
-        let listing_policy = Policy::deny_all(&limits);
+        let listing_policy = Policy::deny_all(&limits.call_limits());
         Ok(Arc::new(Runtime {
             engine,
             linker,
@@ -228,7 +241,8 @@ impl Runtime {
     /// What a component's manifest is resolved against.
     pub fn policy_context(&self) -> PolicyContext<'_> {
         PolicyContext {
-            defaults: &self.limits,
+            defaults: self.limits.call_limits(),
+            fuel_metered: self.limits.fuel,
             sources: &self.sources,
         }
     }

@@ -148,7 +148,7 @@ pub enum Redemption {
 pub enum StoreError {
     /// The store holds its maximum number of live ids.
     #[error(
-        "the single-use record is full ({capacity} live token ids); raise --single-use-capacity or lower --state-ttl-secs"
+        "the single-use record is full ({capacity} live token ids); raise --single-use-capacity or lower --state-ttl"
     )]
     Full {
         /// The cap on live ids.

@@ -16,7 +16,7 @@
 //! status can still say what kind of error it was. Dropping the response
 //! (the client went away) drops the call, which stops the guest.
 //!
-//! Legacy clients (MCP 2025-era, see [`legacy`](crate::protocol::legacy))
+//! Legacy clients (MCP 2025-era, see [`legacy`](crate::legacy))
 //! share the endpoint: an `initialize` without the 2026-07-28 envelope opens
 //! a session and its reply carries `Mcp-Session-Id`; a request with that
 //! header is the session's (an unknown, ended or expired id, or another
@@ -47,65 +47,31 @@ use http_body_util::LengthLimitError;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
+use self::admission::{Principal, admitted};
 use crate::auth::metadata::WELL_KNOWN_PATH;
-use crate::auth::{Authenticator, Refusal};
+use crate::legacy::{self, Legacy, Session, Sessions};
 use crate::protocol::envelope::{self, MirroredHeaders};
 use crate::protocol::jsonrpc::{self, Incoming, Request, RpcError};
-use crate::protocol::legacy::{self, Session, Sessions};
 use crate::protocol::{Notifier, Reply, RequestContext, Server};
 
+pub mod admission;
 pub mod connections;
 
+pub use admission::Admission;
 pub use connections::{BodyTimeout, ConnectionLimits};
 
 /// Settings of the HTTP transport.
 #[derive(Debug)]
 pub struct HttpSettings {
-    /// Largest request body accepted, in bytes.
-    pub max_body_bytes: usize,
-    /// Host names accepted in `Host` and `Origin` (any port).
-    pub allowed_hosts: Vec<String>,
-    /// Extra exact origins accepted in `Origin`, e.g. `https://app.example.com`.
-    pub allowed_origins: Vec<String>,
-    /// Who may call; [`Authenticator::open`] serves everyone as
-    /// [`crate::auth::ANONYMOUS`].
-    pub auth: Authenticator,
+    /// Who may reach the endpoint: hosts, origins, authentication, body
+    /// limit (see [`admission`]).
+    pub admission: Admission,
     /// Connection timeouts and cap.
     pub limits: ConnectionLimits,
     /// The legacy sessions, with their bounds.
     pub sessions: Sessions,
-}
-
-/// Connection options of `airlock serve`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct ConnectionOptions {
-    /// Time a connection has to send a complete request line and headers, in milliseconds; slower
-    /// connections are closed.
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub http_header_timeout_ms: u64,
-    /// Time a request has to send its whole body once its headers are in, in milliseconds; a
-    /// slower request gets 408 and its connection is closed.
-    #[arg(long, env = "AIRLOCK_HTTP_BODY_TIMEOUT_MS", default_value_t = 30_000,
-          value_parser = clap::value_parser!(u64).range(1..))]
-    pub http_body_timeout_ms: u64,
-    /// How long a keep-alive connection with no request in progress stays open, in milliseconds.
-    #[arg(long, default_value_t = 60_000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub http_idle_timeout_ms: u64,
-    /// Most HTTP connections open at once; further connections wait (unaccepted) until one closes.
-    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
-    pub max_connections: u32,
-}
-
-impl ConnectionOptions {
-    /// The limits these options set.
-    pub fn limits(&self) -> ConnectionLimits {
-        ConnectionLimits {
-            header_timeout: Duration::from_millis(self.http_header_timeout_ms),
-            body_timeout: Duration::from_millis(self.http_body_timeout_ms),
-            idle_timeout: Duration::from_millis(self.http_idle_timeout_ms),
-            max_connections: self.max_connections,
-        }
-    }
+    /// What serves them.
+    pub legacy: Arc<Legacy>,
 }
 
 /// The host names a local server accepts by default.
@@ -113,7 +79,10 @@ pub const LOCAL_HOSTS: &[&str] = &["localhost", "127.0.0.1", "[::1]"];
 
 struct App {
     server: Arc<Server>,
-    settings: HttpSettings,
+    sessions: Sessions,
+    legacy: Arc<Legacy>,
+    /// The body limit admission applies, for the 413's message.
+    max_body_bytes: usize,
 }
 
 /// Serves `/mcp` on `listener` until `shutdown` completes, then finishes
@@ -124,37 +93,59 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let limits = settings.limits;
-    let has_metadata = settings.auth.metadata().is_some();
-    let app = Arc::new(App { server, settings });
+    let HttpSettings {
+        admission,
+        limits,
+        sessions,
+        legacy,
+    } = settings;
+    let admission = Arc::new(admission);
+    let app = Arc::new(App {
+        server,
+        sessions,
+        legacy,
+        max_body_bytes: admission.max_body_bytes,
+    });
     let expiry = tokio::spawn(expire_sessions(app.clone()));
     let shutdown = {
         let app = app.clone();
         async move {
             shutdown.await;
             expiry.abort();
-            app.settings.sessions.end_all();
+            app.sessions.end_all();
         }
     };
-    let mut router = Router::new().route(
+    let mcp = Router::new().route(
         "/mcp",
         post(handle_post)
             .get(handle_get)
             .delete(handle_delete)
             .fallback(method_not_allowed),
     );
-    if has_metadata {
-        router = router.route(WELL_KNOWN_PATH, get(handle_metadata)).route(
-            &format!("{WELL_KNOWN_PATH}/{{*rest}}"),
-            get(handle_metadata),
-        );
+    let mut public = Router::new();
+    if let Some(metadata) = admission.auth.metadata().cloned() {
+        let metadata = Arc::new(metadata);
+        let document = move |request: axum::extract::Request| {
+            let metadata = metadata.clone();
+            async move {
+                if metadata.serves(request.uri().path()) {
+                    json_response(StatusCode::OK, metadata.document().to_vec())
+                } else {
+                    StatusCode::NOT_FOUND.into_response()
+                }
+            }
+        };
+        public = public
+            .route(WELL_KNOWN_PATH, get(document.clone()))
+            .route(&format!("{WELL_KNOWN_PATH}/{{*rest}}"), get(document));
     }
-    connections::serve(listener, router.with_state(app), limits, shutdown).await
+    let router = admitted(admission, mcp, public).with_state(app);
+    connections::serve(listener, router, limits, shutdown).await
 }
 
 /// Ends idle sessions, checking a few times per idle timeout.
 async fn expire_sessions(app: Arc<App>) {
-    let sessions = &app.settings.sessions;
+    let sessions = &app.sessions;
     let period =
         (sessions.idle_timeout() / 4).clamp(Duration::from_millis(100), Duration::from_secs(60));
     let mut ticks = tokio::time::interval(period);
@@ -163,40 +154,6 @@ async fn expire_sessions(app: Arc<App>) {
         ticks.tick().await;
         sessions.expire();
     }
-}
-
-/// The protected-resource metadata document (no token needed).
-async fn handle_metadata(State(app): State<Arc<App>>, request: axum::extract::Request) -> Response {
-    if let Err(message) = app.check_host_and_origin(request.headers()) {
-        tracing::info!(%message, "request refused");
-        return error_response(
-            StatusCode::FORBIDDEN,
-            None,
-            &RpcError::invalid_request(message),
-        );
-    }
-    match app.settings.auth.metadata() {
-        Some(metadata) if metadata.serves(request.uri().path()) => {
-            json_response(StatusCode::OK, metadata.document().to_vec())
-        }
-        _ => StatusCode::NOT_FOUND.into_response(),
-    }
-}
-
-/// A 401 with its `WWW-Authenticate` challenge.
-fn unauthorized(app: &App, refusal: Refusal) -> Response {
-    tracing::debug!(reason = refusal.description(), "request not authenticated");
-    let mut response = error_response(
-        StatusCode::UNAUTHORIZED,
-        None,
-        &RpcError::invalid_request(format!("Unauthorized: {}", refusal.description())),
-    );
-    let challenge = HeaderValue::from_str(&app.settings.auth.challenge(refusal))
-        .unwrap_or_else(|_| HeaderValue::from_static("Bearer realm=\"airlock\""));
-    response
-        .headers_mut()
-        .insert(header::WWW_AUTHENTICATE, challenge);
-    response
 }
 
 async fn method_not_allowed() -> Response {
@@ -244,58 +201,6 @@ fn reply_response(reply: Reply) -> Response {
     )
 }
 
-/// The host part of `host[:port]` (keeps the brackets of an IPv6 literal).
-fn host_name(authority: &str) -> &str {
-    if authority.starts_with('[') {
-        return authority.split_inclusive(']').next().unwrap_or(authority);
-    }
-    authority
-        .rsplit_once(':')
-        .map_or(authority, |(host, _)| host)
-}
-
-impl App {
-    fn host_allowed(&self, host: &str) -> bool {
-        let host = host_name(host);
-        self.settings
-            .allowed_hosts
-            .iter()
-            .any(|allowed| allowed.eq_ignore_ascii_case(host))
-    }
-
-    /// DNS-rebinding protection: `Host` must name an allowed host, and an
-    /// `Origin`, when present, must be an allowed host or an allowed origin.
-    fn check_host_and_origin(&self, headers: &HeaderMap) -> Result<(), String> {
-        let host = headers
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .unwrap_or("");
-        if !self.host_allowed(host) {
-            return Err(format!(
-                "Host '{host}' is not allowed; start airlock with --allowed-host to accept it"
-            ));
-        }
-        if let Some(origin) = headers.get(header::ORIGIN) {
-            let origin = origin.to_str().unwrap_or("");
-            let authority = origin.split_once("://").map_or("", |(_, rest)| rest);
-            let exact = self.settings.allowed_origins.iter().any(|o| o == origin);
-            if !exact && !self.host_allowed(authority) {
-                return Err(format!(
-                    "Origin '{origin}' is not allowed; start airlock with --allowed-origin to accept it"
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    fn principal(&self, headers: &HeaderMap) -> Result<String, Refusal> {
-        let authorization = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|h| h.to_str().ok());
-        self.settings.auth.authenticate(authorization)
-    }
-}
-
 fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     // A value with bytes outside visible ASCII can never match a body value
     // (those travel Base64-encoded), so it is read as a value that mismatches.
@@ -313,21 +218,6 @@ fn accepts_event_stream(headers: &HeaderMap) -> bool {
 }
 
 impl App {
-    /// The checks every request to `/mcp` passes first: DNS-rebinding
-    /// protection, then authentication. The principal, or the refusal.
-    fn admit(&self, headers: &HeaderMap) -> Result<String, Box<Response>> {
-        if let Err(message) = self.check_host_and_origin(headers) {
-            tracing::info!(%message, "request refused");
-            return Err(Box::new(error_response(
-                StatusCode::FORBIDDEN,
-                None,
-                &RpcError::invalid_request(message),
-            )));
-        }
-        self.principal(headers)
-            .map_err(|refusal| Box::new(unauthorized(self, refusal)))
-    }
-
     /// The session a request names in `Mcp-Session-Id`: `Ok(None)` when it
     /// names none, a 404 when it is not an open session of `principal`.
     fn session(
@@ -340,7 +230,7 @@ impl App {
         };
         id.to_str()
             .ok()
-            .and_then(|id| self.settings.sessions.get(id, principal))
+            .and_then(|id| self.sessions.get(id, principal))
             .map(Some)
             .ok_or_else(|| Box::new(session_not_found()))
     }
@@ -361,13 +251,13 @@ fn body_too_large(limit: usize) -> Response {
 /// last two also close the connection: the rest of the request can no
 /// longer be told from the next one.
 fn unread_body(error: &(dyn std::error::Error + 'static), limit: usize) -> Response {
-    if error.is::<LengthLimitError>() {
+    let causes = || std::iter::successors(Some(error), |e| e.source());
+    if causes().any(|e| e.is::<LengthLimitError>()) {
         return body_too_large(limit);
     }
-    let causes = || std::iter::successors(Some(error), |e| e.source());
     let mut response = match causes().find_map(|e| e.downcast_ref::<BodyTimeout>()) {
         Some(timeout) => {
-            tracing::info!("request refused: {timeout} (--http-body-timeout-ms)");
+            tracing::info!("request refused: {timeout} (--http-body-timeout)");
             error_response(
                 StatusCode::REQUEST_TIMEOUT,
                 None,
@@ -392,6 +282,25 @@ fn unread_body(error: &(dyn std::error::Error + 'static), limit: usize) -> Respo
     response
 }
 
+/// The principal admission found for `request` (see [`admission`]).
+fn admitted_principal(request: &axum::extract::Request) -> Option<String> {
+    request
+        .extensions()
+        .get::<Principal>()
+        .map(|Principal(principal)| principal.clone())
+}
+
+/// What a handler answers if a request reached it without admission: a
+/// bug, refused rather than served as nobody.
+fn not_admitted() -> Response {
+    tracing::error!("a request reached a handler without admission");
+    error_response(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        None,
+        &RpcError::internal("the request was not admitted"),
+    )
+}
+
 /// The header that names a legacy session.
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -414,9 +323,8 @@ const SESSION_NOT_FOUND: i32 = -32001;
 /// resource updates). Without one, 405: the 2026-07-28 wire has no GET.
 async fn handle_get(State(app): State<Arc<App>>, request: axum::extract::Request) -> Response {
     let headers = request.headers();
-    let principal = match app.admit(headers) {
-        Ok(principal) => principal,
-        Err(refused) => return *refused,
+    let Some(principal) = admitted_principal(&request) else {
+        return not_admitted();
     };
     let session = match app.session(headers, &principal) {
         Ok(Some(session)) => session,
@@ -437,12 +345,12 @@ async fn handle_get(State(app): State<Arc<App>>, request: axum::extract::Request
             &RpcError::invalid_request("Conflict: this session's stream is already open"),
         );
     };
-    let server = app.server.clone();
+    let legacy = app.legacy.clone();
     event_stream(
         move |notifier: Option<Notifier>| async move {
             let _open = open;
             if let Some(out) = notifier {
-                server.session_stream(&session, &out).await;
+                legacy.session_stream(&session, &out).await;
             }
             Reply::none()
         },
@@ -453,15 +361,14 @@ async fn handle_get(State(app): State<Arc<App>>, request: axum::extract::Request
 /// DELETE with a session id ends the session.
 async fn handle_delete(State(app): State<Arc<App>>, request: axum::extract::Request) -> Response {
     let headers = request.headers();
-    let principal = match app.admit(headers) {
-        Ok(principal) => principal,
-        Err(refused) => return *refused,
+    let Some(principal) = admitted_principal(&request) else {
+        return not_admitted();
     };
     let Some(id) = headers.get(SESSION_HEADER) else {
         return method_not_allowed().await;
     };
     match id.to_str() {
-        Ok(id) if app.settings.sessions.end(id, &principal) => {
+        Ok(id) if app.sessions.end(id, &principal) => {
             tracing::info!(session = %id, "legacy session ended by the client");
             StatusCode::OK.into_response()
         }
@@ -472,38 +379,15 @@ async fn handle_delete(State(app): State<Arc<App>>, request: axum::extract::Requ
 async fn handle_post(State(app): State<Arc<App>>, request: axum::extract::Request) -> Response {
     // Taken apart rather than extracted: the `HeaderMap` extractor clones
     // every header of every request.
+    let Some(principal) = admitted_principal(&request) else {
+        return not_admitted();
+    };
     let (parts, body) = request.into_parts();
     let headers = parts.headers;
-    let principal = match app.admit(&headers) {
-        Ok(principal) => principal,
-        Err(refused) => return *refused,
-    };
-    if let Some(content_type) = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        && !content_type
-            .trim_start()
-            .to_ascii_lowercase()
-            .starts_with("application/json")
-    {
-        return error_response(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            None,
-            &RpcError::invalid_request(format!(
-                "Unsupported Content-Type '{content_type}': send application/json"
-            )),
-        );
-    }
-    let limit = app.settings.max_body_bytes;
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    if declared.is_some_and(|length| length > limit as u64) {
-        return body_too_large(limit);
-    }
-    let bytes = match axum::body::to_bytes(body, limit).await {
+    // Admission bounded the body to the limit already.
+    let bytes = match axum::body::to_bytes(body, usize::MAX).await {
         Ok(bytes) => bytes,
-        Err(error) => return unread_body(&*error.into_inner(), limit),
+        Err(error) => return unread_body(&*error.into_inner(), app.max_body_bytes),
     };
     let session = match app.session(&headers, &principal) {
         Ok(session) => session,
@@ -584,12 +468,12 @@ async fn reply_from_task(call: impl Future<Output = Reply> + Send + 'static) -> 
 
 /// `initialize` without a session: opens one, and names it in the reply.
 fn open_session(app: &App, request: &Request, principal: &str) -> Response {
-    let (session, reply) = match app.server.initialize(request, principal) {
+    let (session, reply) = match app.legacy.initialize(request, principal) {
         Ok(opened) => opened,
         Err(reply) => return reply_response(reply),
     };
     let id = HeaderValue::from_str(session.id()).expect("session ids are visible ASCII");
-    if let Err(full) = app.settings.sessions.insert(Arc::new(session)) {
+    if let Err(full) = app.sessions.insert(Arc::new(session)) {
         tracing::warn!(max = full.max, "initialize refused: too many sessions");
         return error_response(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -631,15 +515,15 @@ async fn session_post(
             );
         }
         Incoming::Notification(notification) => {
-            app.server.legacy_notification(&session, &notification);
+            app.legacy.notification(&session, &notification);
             return StatusCode::ACCEPTED.into_response();
         }
         Incoming::Request(request) => request,
     };
-    let server = app.server.clone();
+    let legacy = app.legacy.clone();
     let run = move |notifier: Option<Notifier>| async move {
         let (registration, _tracked) = session.track(&request.id);
-        let serve = server.handle_legacy(&session, &request, notifier.as_ref());
+        let serve = legacy.handle(&session, &request, notifier.as_ref());
         Abortable::new(serve, registration)
             .await
             .unwrap_or_else(|_cancelled| Reply::none())
@@ -795,18 +679,5 @@ impl Stream for EventStream {
                 .filter(|reply| !reply.is_empty())
                 .map(|reply| Ok(event(reply))),
         )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn host_names_drop_the_port() {
-        assert_eq!(host_name("localhost:8080"), "localhost");
-        assert_eq!(host_name("127.0.0.1"), "127.0.0.1");
-        assert_eq!(host_name("[::1]:3000"), "[::1]");
-        assert_eq!(host_name("[::1]"), "[::1]");
     }
 }

@@ -9,7 +9,7 @@
 //! their replies and exits.
 //!
 //! An `initialize` makes the process a legacy session (see
-//! [`legacy`](crate::protocol::legacy)): from then on, requests without the
+//! [`legacy`](crate::legacy)): from then on, requests without the
 //! 2026-07-28 envelope are served as that session's, the client's responses
 //! on stdin answer the requests Airlock sent it, and list changes are
 //! written to stdout as they happen. Requests with the envelope stay
@@ -24,14 +24,19 @@ use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
 
 use crate::auth;
+use crate::legacy::{self, Legacy, Session};
 use crate::protocol::jsonrpc::{self, Incoming, RpcError};
-use crate::protocol::legacy::{self, Session};
 use crate::protocol::{RequestContext, Server};
 
 /// Serves on this process's stdin and stdout until stdin closes.
-pub async fn serve(server: Arc<Server>, max_line_bytes: usize) -> std::io::Result<()> {
+pub async fn serve(
+    server: Arc<Server>,
+    legacy: Arc<Legacy>,
+    max_line_bytes: usize,
+) -> std::io::Result<()> {
     serve_streams(
         server,
+        legacy,
         max_line_bytes,
         BufReader::new(tokio::io::stdin()),
         tokio::io::stdout(),
@@ -42,6 +47,7 @@ pub async fn serve(server: Arc<Server>, max_line_bytes: usize) -> std::io::Resul
 /// Serves on any line-oriented byte streams (stdin and stdout in production).
 pub async fn serve_streams(
     server: Arc<Server>,
+    legacy: Arc<Legacy>,
     max_line_bytes: usize,
     mut input: impl AsyncBufRead + Unpin,
     output: impl AsyncWrite + Unpin + Send + 'static,
@@ -84,7 +90,7 @@ pub async fn serve_streams(
                 ),
             },
             Ok(Incoming::Request(request)) if legacy::is_legacy_initialize(&request) => {
-                let reply = match (&session, server.initialize(&request, auth::STDIO)) {
+                let reply = match (&session, legacy.initialize(&request, auth::STDIO)) {
                     (Some(_), _) => jsonrpc::encode_error(
                         Some(&request.id),
                         &RpcError::invalid_request(
@@ -95,11 +101,11 @@ pub async fn serve_streams(
                     (None, Ok((opened, reply))) => {
                         let opened = Arc::new(opened);
                         session = Some(opened.clone());
-                        let (server, out) = (server.clone(), out.clone());
+                        let (legacy, out) = (legacy.clone(), out.clone());
                         // After the reply below is queued: the stream's first
                         // message cannot overtake it.
                         let _ = out.send(reply.body).await;
-                        tasks.spawn(async move { server.session_stream(&opened, &out).await });
+                        tasks.spawn(async move { legacy.session_stream(&opened, &out).await });
                         continue;
                     }
                 };
@@ -107,7 +113,7 @@ pub async fn serve_streams(
             }
             Ok(Incoming::Notification(note)) => {
                 if let Some(session) = &session {
-                    server.legacy_notification(session, &note);
+                    legacy.notification(session, &note);
                 }
                 if note.method == "notifications/cancelled"
                     && let Some(id) = note.params.get("requestId")
@@ -123,13 +129,14 @@ pub async fn serve_streams(
             Ok(Incoming::Request(request)) => {
                 let key = request.id.to_string();
                 let (server, out, registry) = (server.clone(), out.clone(), in_flight.clone());
+                let adapter = legacy.clone();
                 let finished_key = key.clone();
-                let legacy = session
+                let session = session
                     .clone()
                     .filter(|_| !legacy::carries_modern_envelope(&request.params));
                 let handle = tasks.spawn(async move {
-                    let reply = match legacy {
-                        Some(session) => server.handle_legacy(&session, &request, Some(&out)).await,
+                    let reply = match session {
+                        Some(session) => adapter.handle(&session, &request, Some(&out)).await,
                         None => {
                             let context = RequestContext {
                                 principal: auth::STDIO,

@@ -15,16 +15,16 @@
 
 use serde_json::{Map, Value};
 
+use super::Legacy;
 use super::session::{AskError, Session};
 use crate::protocol::answer::{Answer, Complete, InputRequest};
-use crate::protocol::dispatch::{Notifier, Reply, RequestContext, Server};
 use crate::protocol::jsonrpc::{self, Request, RpcError, codes};
-use crate::protocol::resources;
+use crate::protocol::{Notifier, Reply, RequestContext, is_not_found};
 
 /// Resource not found, as 2025-era revisions code it.
 const LEGACY_RESOURCE_NOT_FOUND: i32 = -32002;
 
-impl Server {
+impl Legacy {
     /// Serves a legacy session's request through the 2026-07-28 pipeline,
     /// asking the client for input through `notifier` for as many rounds
     /// as the component needs, up to the configured limit.
@@ -47,14 +47,14 @@ impl Server {
             principal: session.principal(),
             headers: None,
         };
-        let limits = &self.settings.legacy;
+        let limits = &self.bridge;
         for round in 1..=limits.max_rounds {
             let modern = Request {
                 id: request.id.clone(),
                 method: request.method.clone(),
                 params: params.clone(),
             };
-            let input = match self.answer(&modern, context, notifier).await {
+            let input = match self.server.answer(&modern, context, notifier).await {
                 Answer::Complete(complete) => return result(&request.id, &complete),
                 Answer::Error(mut error) => {
                     legacy_error(&request.method, &mut error, session.version());
@@ -121,7 +121,7 @@ fn outbound_params<'r>(asked: &'r InputRequest, version: &str) -> std::borrow::C
 /// takes its old code, and a missing capability (a code older revisions do
 /// not have) becomes an internal error that says what to declare.
 fn legacy_error(method: &str, error: &mut RpcError, version: &str) {
-    if method == "resources/read" && resources::is_not_found(error) {
+    if method == "resources/read" && is_not_found(error) {
         error.code = LEGACY_RESOURCE_NOT_FOUND;
     } else if error.code == codes::MISSING_REQUIRED_CLIENT_CAPABILITY {
         let needed = error

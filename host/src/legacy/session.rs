@@ -15,7 +15,7 @@ use futures_util::future::{AbortHandle, AbortRegistration};
 use serde_json::{Map, Value, json};
 use tokio::sync::{oneshot, watch};
 
-use crate::protocol::dispatch::Notifier;
+use crate::protocol::Notifier;
 use crate::protocol::envelope::{self, LogLevel};
 use crate::protocol::jsonrpc::{self, Response};
 

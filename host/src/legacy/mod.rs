@@ -1,6 +1,12 @@
 //! Serving 2025-era clients (MCP 2025-11-25, 2025-06-18, 2025-03-26) beside
 //! 2026-07-28 ones, on the same endpoint or stdio process.
 //!
+//! An adapter over the 2026-07-28 [`Server`]: it holds the server, calls
+//! its typed entry point ([`Server::answer`]) and reads nothing else of it
+//! but its public face, and nothing in the server knows of it, so serving
+//! older clients goes away with this folder (and the transports' calls of
+//! [`Legacy`]).
+//!
 //! An `initialize` request opens a [`Session`]: the scope of what the
 //! client declared (capabilities) and set (log level, resource
 //! subscriptions). The session's requests are served by the 2026-07-28
@@ -16,6 +22,7 @@ mod bridge;
 mod session;
 mod sessions;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
@@ -24,10 +31,10 @@ use tokio::sync::broadcast;
 pub use session::{AskError, Session, StreamGuard, Tracked};
 pub use sessions::{Full, Sessions};
 
-use super::dispatch::{Notifier, Reply, Server};
-use super::envelope::{self, LogLevel};
-use super::jsonrpc::{self, Notification, Request, RpcError};
-use super::subscriptions::{MAX_RESOURCE_SUBSCRIPTIONS, ServerChange};
+use crate::protocol::envelope::{self, LogLevel};
+use crate::protocol::jsonrpc::{self, Notification, Request, RpcError, required_str};
+use crate::protocol::subscriptions::{MAX_RESOURCE_SUBSCRIPTIONS, ServerChange};
+use crate::protocol::{Notifier, Reply, Server, check_uri_length};
 
 /// The revisions a legacy session may negotiate, newest first.
 pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
@@ -50,45 +57,6 @@ impl Default for BridgeSettings {
     }
 }
 
-/// Legacy-session options of `airlock serve`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct LegacyOptions {
-    /// Most times a legacy client's request may run its component (each run that asks for input
-    /// sends the client its requests, then runs the component again).
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub max_bridged_rounds: u32,
-    /// How long a legacy client has to answer an elicitation, sampling or roots request, in
-    /// milliseconds; then its request fails.
-    #[arg(long, default_value_t = 300_000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub client_answer_timeout_ms: u64,
-    /// How long an HTTP session may stay idle (no request running, no stream open) before it ends,
-    /// in seconds.
-    #[arg(long, default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..))]
-    pub session_idle_timeout_secs: u64,
-    /// Most HTTP sessions open at once; when full, the session idle the longest ends to make room,
-    /// and if every session is in use, initialize is refused (HTTP 503).
-    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_sessions: u32,
-}
-
-impl LegacyOptions {
-    /// The bridge limits these options set.
-    pub fn bridge(&self) -> BridgeSettings {
-        BridgeSettings {
-            max_rounds: self.max_bridged_rounds,
-            answer_timeout: Duration::from_millis(self.client_answer_timeout_ms),
-        }
-    }
-
-    /// An empty session table with these limits.
-    pub fn sessions(&self) -> Sessions {
-        Sessions::new(
-            self.max_sessions as usize,
-            Duration::from_secs(self.session_idle_timeout_secs),
-        )
-    }
-}
-
 /// Whether a request carries the 2026-07-28 envelope (its `_meta` names a
 /// protocol version), which makes it a modern request wherever it arrives.
 pub fn carries_modern_envelope(params: &Map<String, Value>) -> bool {
@@ -104,7 +72,29 @@ pub fn is_legacy_initialize(request: &Request) -> bool {
     request.method == "initialize" && !carries_modern_envelope(&request.params)
 }
 
-impl Server {
+/// The adapter that serves 2025-era sessions over a [`Server`]: it holds
+/// the server and the bridge's limits, and uses nothing of the server but
+/// its public face (the typed entry point, its capabilities and info, and
+/// its change feed).
+pub struct Legacy {
+    server: Arc<Server>,
+    bridge: BridgeSettings,
+}
+
+impl std::fmt::Debug for Legacy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Legacy")
+            .field("bridge", &self.bridge)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Legacy {
+    /// The adapter for `server`, bridging with `bridge`'s limits.
+    pub fn new(server: Arc<Server>, bridge: BridgeSettings) -> Legacy {
+        Legacy { server, bridge }
+    }
+
     /// Answers `initialize`: the session it opens (for `principal`) and the
     /// reply, or the error reply when the request is malformed.
     pub fn initialize(
@@ -116,8 +106,7 @@ impl Server {
             body: jsonrpc::encode_error(Some(&request.id), &error),
             http_status: 400,
         };
-        let requested =
-            super::dispatch::required_str(&request.params, "protocolVersion").map_err(fail)?;
+        let requested = required_str(&request.params, "protocolVersion").map_err(fail)?;
         let capabilities = match request.params.get("capabilities") {
             None | Some(Value::Null) => json!({}),
             Some(capabilities @ Value::Object(_)) => capabilities.clone(),
@@ -142,10 +131,10 @@ impl Server {
         tracing::info!(session = %session.id(), version, requested, client, "legacy session opened");
         let mut result = json!({
             "protocolVersion": version,
-            "capabilities": self.capabilities(),
-            "serverInfo": self.server_info(),
+            "capabilities": self.server.capabilities(),
+            "serverInfo": self.server.server_info(),
         });
-        if let Some(instructions) = &self.settings.instructions {
+        if let Some(instructions) = &self.server.settings().instructions {
             result["instructions"] = json!(instructions);
         }
         let reply = Reply {
@@ -157,7 +146,7 @@ impl Server {
 
     /// Answers one request of a legacy session; server-to-client requests
     /// and notifications go through `notifier`, before the reply.
-    pub async fn handle_legacy(
+    pub async fn handle(
         &self,
         session: &Session,
         request: &Request,
@@ -193,7 +182,7 @@ impl Server {
 
     /// Takes a notification of a legacy session (`notifications/cancelled`
     /// stops the request it names; the others need nothing).
-    pub fn legacy_notification(&self, session: &Session, notification: &Notification) {
+    pub fn notification(&self, session: &Session, notification: &Notification) {
         if notification.method == "notifications/cancelled"
             && let Some(id) = notification.params.get("requestId")
         {
@@ -206,8 +195,8 @@ impl Server {
     /// subscribed to. Runs until the session closes, `out` closes or the
     /// server shuts down.
     pub async fn session_stream(&self, session: &Session, out: &Notifier) {
-        let mut changes = self.subscriptions.subscribe();
-        let mut shutdown = self.shutdown.subscribe();
+        let mut changes = self.server.changes();
+        let mut shutdown = self.server.shutting_down();
         loop {
             let changes: Vec<ServerChange> = tokio::select! {
                 change = changes.recv() => match change {
@@ -240,8 +229,8 @@ impl Server {
 /// the length limit (a resource may appear later), at most as many per
 /// session as one `subscriptions/listen` may name.
 fn subscribe(session: &Session, params: &Map<String, Value>, on: bool) -> Result<(), RpcError> {
-    let uri = super::dispatch::required_str(params, "uri")?;
-    super::resources::check_uri_length(uri)?;
+    let uri = required_str(params, "uri")?;
+    check_uri_length(uri)?;
     if !session.subscribe(uri, on, MAX_RESOURCE_SUBSCRIPTIONS) {
         return Err(RpcError::invalid_params(format!(
             "Invalid params: a session may subscribe to at most {MAX_RESOURCE_SUBSCRIPTIONS} resources"
@@ -251,7 +240,7 @@ fn subscribe(session: &Session, params: &Map<String, Value>, on: bool) -> Result
 }
 
 fn set_level(session: &Session, params: &Map<String, Value>) -> Result<(), RpcError> {
-    let name = super::dispatch::required_str(params, "level")?;
+    let name = required_str(params, "level")?;
     let level = LogLevel::from_name(name).ok_or_else(|| {
         RpcError::invalid_params(format!(
             "Invalid params: unknown log level '{name}' (debug, info, notice, warning, error, critical, alert, emergency)"

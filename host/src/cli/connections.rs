@@ -1,0 +1,45 @@
+//! HTTP connection options: timeouts and the cap on open connections.
+
+use std::time::Duration;
+
+use super::values;
+use crate::transport::http::ConnectionLimits;
+
+/// The shortest connection timeout accepted.
+const MIN_TIMEOUT: Duration = Duration::from_millis(1);
+
+/// HTTP connection options of `airlock serve`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "HTTP connections")]
+pub struct ConnectionOptions {
+    /// Time a connection has to send a complete request line and headers; slower connections are
+    /// closed.
+    #[arg(long, value_name = "DURATION", default_value = "10s",
+          value_parser = values::duration(MIN_TIMEOUT))]
+    pub http_header_timeout: Duration,
+    /// Time a request has to send its whole body once its headers are in; a slower request gets
+    /// 408 and its connection is closed.
+    #[arg(long, value_name = "DURATION", default_value = "30s",
+          value_parser = values::duration(MIN_TIMEOUT))]
+    pub http_body_timeout: Duration,
+    /// How long a keep-alive connection with no request in progress stays open.
+    #[arg(long, value_name = "DURATION", default_value = "60s",
+          value_parser = values::duration(MIN_TIMEOUT))]
+    pub http_idle_timeout: Duration,
+    /// Most HTTP connections open at once; further connections wait (unaccepted) until one closes.
+    #[arg(long, value_name = "N", default_value_t = 1024,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_connections: u32,
+}
+
+impl ConnectionOptions {
+    /// The limits these options set.
+    pub fn limits(&self) -> ConnectionLimits {
+        ConnectionLimits {
+            header_timeout: self.http_header_timeout,
+            body_timeout: self.http_body_timeout,
+            idle_timeout: self.http_idle_timeout,
+            max_connections: self.max_connections,
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! The `airlock` command line: its subcommands and every option, the only
+//! place clap is used. Options are checked when they are parsed (ranges,
+//! units, origins, addresses), then turned into the plain settings the
+//! rest of Airlock takes ([`ServeConfig`](crate::serve::ServeConfig),
+//! [`InspectConfig`](crate::inspect::InspectConfig)).
+//!
+//! Where a setting comes from, first match wins: the command line, its
+//! environment variable ([`environment`]), the `--config` file
+//! ([`config_file`]), its default. `docs/configuration.md` is generated
+//! from these definitions ([`doc`]).
+
+mod access;
+mod config_file;
+mod connections;
+mod doc;
+mod environment;
+mod inspect;
+mod legacy;
+mod new;
+mod sandbox;
+mod serve;
+mod values;
+
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+
+pub use self::access::AccessOptions;
+pub use self::connections::ConnectionOptions;
+pub use self::inspect::InspectOptions;
+pub use self::legacy::LegacyOptions;
+pub use self::new::NewOptions;
+pub use self::sandbox::SandboxOptions;
+pub use self::serve::ServeOptions;
+use crate::logging::OneLinePerEvent;
+
+/// What `--help` of `serve` and `inspect` ends with.
+const SETTINGS_HELP: &str = "\
+Every option can also be set by an environment variable named after it (--call-timeout: \
+AIRLOCK_CALL_TIMEOUT; lists comma-separated) or by a key of the --config file \
+(call-timeout = \"10s\"); the command line wins over the environment, which wins over the file. \
+Durations and sizes take a unit: 250ms, 10s, 5m, 1h; 1000B, 512KiB, 64MiB, 1GiB. \
+All of them: docs/configuration.md.";
+
+/// Serve MCP tools written as WebAssembly components.
+#[derive(Debug, Parser)]
+#[command(name = "airlock", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Load the tool components of a directory and serve them over Streamable HTTP or stdio.
+    #[command(after_help = SETTINGS_HELP)]
+    Serve(Box<ServeOptions>),
+    /// Print a new random key for sealing requestState (one line, base64url).
+    Keygen,
+    /// Load one component and print what it exports and serves, and the policy it would run under.
+    #[command(after_help = SETTINGS_HELP)]
+    Inspect(Box<InspectOptions>),
+    /// Print docs/configuration.md, generated from these option definitions.
+    #[command(hide = true)]
+    ConfigDoc,
+    /// Create a tool crate (one example tool, its unit tests, a README on building and serving).
+    New(NewOptions),
+}
+
+/// The command line's definition: [`Cli`] with every option's environment
+/// variable.
+pub fn command() -> clap::Command {
+    environment::with_variables(Cli::command())
+}
+
+/// Parses `args` (the program name first) as `command` does, with the
+/// settings of the `--config` file it names.
+pub fn parse_with(command: clap::Command, args: Vec<OsString>) -> Result<Cli, clap::Error> {
+    let (args, file) = config_file::with_file_arguments(&command, args)?;
+    let matches = command
+        .try_get_matches_from(args)
+        .map_err(|error| match &file {
+            Some(file) => file.explain(error),
+            None => error,
+        })?;
+    Cli::from_arg_matches(&matches)
+}
+
+/// Runs `airlock` with this process's arguments and environment.
+pub fn main() -> ExitCode {
+    let cli = parse_with(command(), std::env::args_os().collect()).unwrap_or_else(|e| e.exit());
+    let result = match cli.command {
+        Command::Serve(options) => {
+            init_logging();
+            let config = options.into_config();
+            tokio_runtime().and_then(|runtime| runtime.block_on(crate::serve::run(config)))
+        }
+        Command::Keygen => {
+            println!("{}", crate::state::generate_key());
+            Ok(())
+        }
+        Command::Inspect(options) => {
+            let config = options.into_config();
+            tokio_runtime()
+                .and_then(|runtime| runtime.block_on(crate::inspect::run(config)))
+                .map(|report| print!("{report}"))
+        }
+        Command::ConfigDoc => {
+            print!("{}", doc::configuration(&command()));
+            Ok(())
+        }
+        Command::New(options) => new::run(options),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs to stderr, one line per event whatever the logged strings hold (see
+/// [`OneLinePerEvent`]), in colour on a terminal; `AIRLOCK_LOG` filters.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("AIRLOCK_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let colours = std::io::stderr().is_terminal();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(OneLinePerEvent::new(std::io::stderr, colours))
+        .with_ansi(colours)
+        .init();
+}
+
+fn tokio_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
+#[cfg(test)]
+mod tests;

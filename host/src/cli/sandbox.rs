@@ -1,0 +1,82 @@
+//! The sandbox options, shared by `airlock serve` and `airlock inspect`:
+//! the limits every call runs under unless its manifest lowers them, and
+//! the secrets manifests may grant.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::values;
+use crate::policy::{MIN_MEMORY_BYTES, MIN_OUTPUT_BYTES, MIN_TIMEOUT};
+use crate::runtime::RuntimeLimits;
+use crate::sandbox::SandboxSettings;
+
+/// Options of the sandbox of every call.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Sandbox (the defaults a manifest may lower)")]
+pub struct SandboxOptions {
+    /// Memory cap of each instance (a manifest may lower it).
+    #[arg(long, value_name = "SIZE", default_value = "64MiB",
+          value_parser = values::size(MIN_MEMORY_BYTES, 4 << 30))]
+    pub max_memory: u64,
+    /// Wall-clock deadline of each call (each round of a multi-round call), waiting for a free
+    /// slot included.
+    #[arg(long, value_name = "DURATION", default_value = "10s",
+          value_parser = values::duration(MIN_TIMEOUT))]
+    pub call_timeout: Duration,
+    /// Largest reply one call may produce, encoded (result, input requests, prompt, resource
+    /// contents, completion); also the most log and progress text one call may send.
+    #[arg(long, value_name = "SIZE", default_value = "1MiB",
+          value_parser = values::size(MIN_OUTPUT_BYTES, u64::MAX))]
+    pub max_output: u64,
+    /// Most content blocks one outcome may hold (result, prompt messages, resource contents,
+    /// sampling messages).
+    #[arg(long, value_name = "N", default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub max_content_blocks: u64,
+    /// Most input requests one input_required outcome may make.
+    #[arg(long, value_name = "N", default_value_t = 64,
+          value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub max_input_requests: u64,
+    /// Most host resources one instance may hold at once (open files, streams, pollables, HTTP
+    /// requests and header fields).
+    #[arg(long, value_name = "N", default_value_t = 256,
+          value_parser = clap::value_parser!(u64).range(16..=1_000_000))]
+    pub max_host_resources: u64,
+    /// Largest set of HTTP header fields a tool may build for one request or response.
+    #[arg(long, value_name = "SIZE", default_value = "64KiB",
+          value_parser = values::size(1 << 10, 16 << 20))]
+    pub max_http_fields: u64,
+    /// Meter fuel, so that manifests may set `[limits] fuel` (costs every call some speed).
+    #[arg(long)]
+    pub enable_fuel: bool,
+    /// Secrets manifests may grant as environment variables: a TOML file of `name = "value"`
+    /// lines.
+    #[arg(long, value_name = "FILE")]
+    pub secrets_file: Option<PathBuf>,
+}
+
+impl SandboxOptions {
+    /// The settings these options give; `limits` holds what other options
+    /// set (the concurrency of `airlock serve`).
+    pub fn settings(self, limits: RuntimeLimits) -> SandboxSettings {
+        SandboxSettings {
+            limits: RuntimeLimits {
+                max_memory_bytes: saturate(self.max_memory),
+                call_timeout: self.call_timeout,
+                max_output_bytes: saturate(self.max_output),
+                fuel: self.enable_fuel,
+                max_host_resources: saturate(self.max_host_resources),
+                max_http_fields_bytes: saturate(self.max_http_fields),
+                max_content_blocks: saturate(self.max_content_blocks),
+                max_input_requests: saturate(self.max_input_requests),
+                ..limits
+            },
+            secrets_file: self.secrets_file,
+        }
+    }
+}
+
+/// A size or count as the runtime holds it (saturating on 32-bit targets).
+pub(super) fn saturate(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
+}

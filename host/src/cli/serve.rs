@@ -1,0 +1,155 @@
+//! The options of `airlock serve`, and the [`ServeConfig`] they make.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::access::AccessOptions;
+use super::connections::ConnectionOptions;
+use super::legacy::LegacyOptions;
+use super::sandbox::{SandboxOptions, saturate};
+use super::values;
+use crate::protocol::ProtocolSettings;
+use crate::registry;
+use crate::runtime::RuntimeLimits;
+use crate::serve::{ServeConfig, Transport};
+use crate::state::DEFAULT_REDEMPTION_CAPACITY;
+
+/// The heading of the options about calls and their rounds.
+const CALLS: &str = "Calls";
+/// The heading of the options about requestState.
+const STATE: &str = "Request state";
+
+/// Options of `airlock serve`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Serving")]
+pub struct ServeOptions {
+    /// TOML file of settings: its keys are these options' long names, e.g. `call-timeout = "10s"`
+    /// or `allowed-host = ["a", "b"]`; options and environment variables override it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Directory of tool components (`*.wasm`).
+    #[arg(long, value_name = "DIR", default_value = "tools")]
+    pub tools: PathBuf,
+    /// Address to serve Streamable HTTP on; the endpoint is `/mcp`. Port 0 picks a free port.
+    #[arg(long, value_name = "ADDRESS", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Serve MCP on stdin/stdout instead of HTTP (logs stay on stderr).
+    #[arg(long)]
+    pub stdio: bool,
+    /// Directory for compiled components [default: $XDG_CACHE_HOME/airlock or ~/.cache/airlock].
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Compile every component at start instead of using the on-disk cache.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// How often to look for added, replaced or removed components in the tools directory; `off`
+    /// never reloads.
+    #[arg(long, value_name = "DURATION", default_value = "500ms", value_parser = values::interval)]
+    pub reload_interval: Duration,
+    /// Least time between two listings of one component that reports its lists changed; the
+    /// reports that come meanwhile are answered by one listing.
+    #[arg(long, value_name = "DURATION", default_value = "1s",
+          value_parser = values::duration(Duration::ZERO))]
+    pub relist_interval: Duration,
+
+    /// Sandbox defaults and the sources of what manifests grant.
+    #[command(flatten)]
+    pub sandbox: SandboxOptions,
+
+    /// Most tool instances running at once; further calls wait for a free slot.
+    #[arg(long, value_name = "N", default_value_t = 256, help_heading = CALLS,
+          value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub max_concurrent_calls: u64,
+    /// Most calls waiting for a free slot when all are taken; a call beyond that fails at once
+    /// with a "server busy" error (HTTP 503). 0: calls never wait.
+    #[arg(long, value_name = "N", default_value_t = 1024, help_heading = CALLS,
+          value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub max_queued_calls: u64,
+    /// Largest request body (or stdio line) accepted.
+    #[arg(long, value_name = "SIZE", default_value = "4MiB", help_heading = CALLS,
+          value_parser = values::size(1 << 10, u64::MAX))]
+    pub max_body: u64,
+    /// Most rounds one multi-round call may take.
+    #[arg(long, value_name = "N", default_value_t = 32, help_heading = CALLS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_rounds: u32,
+
+    /// How long a requestState stays valid.
+    #[arg(long, value_name = "DURATION", default_value = "10m", help_heading = STATE,
+          value_parser = values::duration(Duration::from_secs(1)))]
+    pub state_ttl: Duration,
+    /// File of state keys, one per line (the first seals, all open). Without it, the keys in
+    /// AIRLOCK_STATE_KEYS, or else a random key of this process.
+    #[arg(long, value_name = "FILE", help_heading = STATE)]
+    pub state_keys_file: Option<PathBuf>,
+    /// Make each requestState redeemable once: a replayed token is refused. Off by default: a
+    /// client that loses the answer to a round (network failure) cannot retry it and must restart
+    /// the request. Ids are remembered in this process only.
+    #[arg(long, help_heading = STATE)]
+    pub single_use_state: bool,
+    /// Most redeemed requestState ids remembered at once with --single-use-state (they are
+    /// forgotten when their token expires); when full, retried rounds are refused until some
+    /// expire.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_REDEMPTION_CAPACITY as u64,
+          help_heading = STATE, requires = "single_use_state",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub single_use_capacity: u64,
+
+    /// Tokens, JWT access tokens, OAuth metadata, and the Host/Origin allow-list.
+    #[command(flatten)]
+    pub access: AccessOptions,
+    /// HTTP connection timeouts and cap.
+    #[command(flatten)]
+    pub connections: ConnectionOptions,
+    /// Sessions of 2025-era clients (`initialize`) and the bridge that serves them.
+    #[command(flatten)]
+    pub legacy: LegacyOptions,
+}
+
+impl ServeOptions {
+    /// The settings of the server, defaults applied.
+    pub fn into_config(self) -> ServeConfig {
+        let transport = if self.stdio {
+            Transport::Stdio
+        } else {
+            Transport::Http(self.listen)
+        };
+        let cache_dir = if self.no_cache {
+            None
+        } else {
+            self.cache_dir.or_else(registry::default_cache_dir)
+        };
+        let limits = RuntimeLimits {
+            max_concurrent_calls: saturate(self.max_concurrent_calls),
+            max_queued_calls: saturate(self.max_queued_calls),
+            ..RuntimeLimits::default()
+        };
+        ServeConfig {
+            tools: self.tools,
+            transport,
+            cache_dir,
+            reload_every: (!self.reload_interval.is_zero()).then_some(self.reload_interval),
+            relist_every: self.relist_interval,
+            sandbox: self.sandbox.settings(limits),
+            protocol: ProtocolSettings {
+                max_rounds: self.max_rounds,
+                ..ProtocolSettings::default()
+            },
+            bridge: self.legacy.bridge(),
+            max_body_bytes: saturate(self.max_body),
+            state_ttl: self.state_ttl,
+            single_use_capacity: self
+                .single_use_state
+                .then(|| saturate(self.single_use_capacity)),
+            state_keys_file: self.state_keys_file,
+            tokens_file: self.access.tokens_file.clone(),
+            auth: self.access.auth(),
+            allowed_hosts: self.access.allowed_hosts,
+            allowed_origins: self.access.allowed_origins,
+            connections: self.connections.limits(),
+            max_sessions: self.legacy.max_sessions as usize,
+            session_idle_timeout: self.legacy.session_idle_timeout,
+        }
+    }
+}
