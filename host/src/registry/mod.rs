@@ -59,7 +59,10 @@ pub struct Registry {
 }
 
 /// One thing a component serves (a tool, a prompt, a resource, a
-/// template), and the component that serves it.
+/// template), and the component that serves it. Tools, prompts and
+/// resources are held in an `Arc`: a request keeps its entry (for the
+/// length of its call) by three reference counts, not by copying the
+/// description and schema.
 #[derive(Clone)]
 pub struct Served<T> {
     item: T,
@@ -79,11 +82,11 @@ pub struct Relisted {
 }
 
 /// A tool and its component.
-pub type ToolEntry = Served<wit::Tool>;
+pub type ToolEntry = Served<Arc<wit::Tool>>;
 /// A prompt and its component.
-pub type PromptEntry = Served<wit_prompts::Prompt>;
+pub type PromptEntry = Served<Arc<wit_prompts::Prompt>>;
 /// A resource and its component.
-pub type ResourceEntry = Served<wit_resources::Resource>;
+pub type ResourceEntry = Served<Arc<wit_resources::Resource>>;
 /// A resource template (parsed) and its component.
 pub type TemplateEntry = Served<Template>;
 
@@ -301,7 +304,7 @@ impl Registry {
                     &mut registry.tool_index,
                     "tool",
                     key,
-                    tool.clone(),
+                    Arc::new(tool.clone()),
                     component,
                 )?;
             }
@@ -312,7 +315,7 @@ impl Registry {
                     &mut registry.prompt_index,
                     "prompt",
                     key,
-                    prompt.clone(),
+                    Arc::new(prompt.clone()),
                     component,
                 )?;
             }
@@ -323,7 +326,7 @@ impl Registry {
                     &mut registry.resource_index,
                     "resource",
                     key,
-                    resource.clone(),
+                    Arc::new(resource.clone()),
                     component,
                 )?;
             }
