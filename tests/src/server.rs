@@ -470,6 +470,21 @@ impl HttpServer {
         self.proc.stderr()
     }
 
+    /// Waits until the server's log contains `needle` (a line is read from
+    /// the process in the background, so it can arrive after the reply it
+    /// belongs to); panics after the usual wait timeout.
+    #[track_caller]
+    pub fn wait_for_log(&self, needle: &str) {
+        crate::wait_until(&format!("the log to contain {needle:?}"), || {
+            let log = self.stderr();
+            if log.contains(needle) {
+                Ok(())
+            } else {
+                Err(log)
+            }
+        });
+    }
+
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         self.proc.try_wait().is_none()
