@@ -21,5 +21,6 @@ pub mod sandbox;
 pub mod scaffold;
 pub mod serve;
 pub mod state;
+pub mod tasks;
 pub mod transport;
 pub mod units;
