@@ -11,8 +11,8 @@ use crate::types::{
     Annotations, CallResult, ClientCapabilities, ContentBlock, ElicitationRequest,
     EmbeddedResource, FormElicitation, IncludeContext, InputRequest, InputRequired, MediaContent,
     ModelHint, ModelPreferences, ResourceBody, ResourceContents, ResourceLink, Role,
-    SamplingContent, SamplingMessage, SamplingRequest, TextContent, Tool, ToolAnnotations,
-    ToolChoice, UrlElicitation,
+    SamplingContent, SamplingMessage, SamplingRequest, TaskSupport, TextContent, Tool,
+    ToolAnnotations, ToolChoice, UrlElicitation,
 };
 
 // ---------------------------------------------------------------------------
@@ -287,6 +287,7 @@ impl Tool {
             input_schema: r#"{"type":"object","properties":{},"required":[]}"#.to_owned(),
             output_schema: None,
             annotations: None,
+            task_support: TaskSupport::Never,
         }
     }
 
@@ -376,6 +377,16 @@ impl Tool {
         self.hint(|hints| hints.open_world_hint = Some(open_world))
     }
 
+    /// Sets whether calls may run as tasks (MCP's tasks extension); `never`
+    /// unless set. With `optional` a call becomes a task when the tool
+    /// returns [`Outcome::continue_as_task`](crate::Outcome::continue_as_task)
+    /// for a client that can use tasks; with `required` the host refuses
+    /// clients that cannot (error -32021) before the tool runs.
+    pub fn task_support(mut self, support: TaskSupport) -> Self {
+        self.task_support = support;
+        self
+    }
+
     fn hint(mut self, set: impl FnOnce(&mut ToolAnnotations)) -> Self {
         set(self
             .annotations
@@ -400,6 +411,19 @@ impl Default for ToolAnnotations {
 // ---------------------------------------------------------------------------
 // Input requests
 // ---------------------------------------------------------------------------
+
+/// `state` as JSON bytes, the form of the state a tool carries to its next
+/// round ([`InputRequired::state`], [`Outcome::continue_as_task`]).
+///
+/// [`Outcome::continue_as_task`]: crate::Outcome::continue_as_task
+///
+/// # Panics
+///
+/// If `state` cannot be serialized to JSON: a bug in the tool.
+pub(crate) fn state_json<S: Serialize + ?Sized>(state: &S) -> Vec<u8> {
+    serde_json::to_vec(state)
+        .unwrap_or_else(|err| panic!("tool state is not serializable as JSON: {err}"))
+}
 
 impl Default for InputRequired {
     fn default() -> Self {
@@ -487,9 +511,7 @@ impl InputRequired {
     /// If `state` cannot be serialized to JSON (e.g. a map with non-string
     /// keys); that is a bug in the tool.
     pub fn state<S: Serialize + ?Sized>(self, state: &S) -> Self {
-        let bytes = serde_json::to_vec(state)
-            .unwrap_or_else(|err| panic!("tool state is not serializable as JSON: {err}"));
-        self.state_bytes(bytes)
+        self.state_bytes(state_json(state))
     }
 
     /// Carries these raw bytes to the next round

@@ -4,7 +4,7 @@ use serde::de::DeserializeOwned;
 
 use crate::inputs::rounds;
 use crate::types::Round;
-use crate::{Error, Inputs};
+use crate::{Error, Inputs, Outcome};
 
 /// One round of a call: the tool name, its arguments, and what this round
 /// knows.
@@ -37,6 +37,29 @@ impl Call {
             arguments,
             inputs: Inputs::new(round),
         }
+    }
+
+    /// True when this round runs as a task, in the background (after a
+    /// round returned [`Outcome::continue_as_task`]): nobody waits on it, its
+    /// deadline is the longer task-round deadline, and its log and progress
+    /// reports go to the host's log only.
+    pub fn is_task(&self) -> bool {
+        self.round_info().task
+    }
+
+    /// The task round the host runs after `outcome`, if `outcome` goes on as
+    /// a task: the next round number, the state `outcome` carried, no
+    /// answers, the same capabilities, and [`Call::is_task`] true. `None`
+    /// for any other outcome. For unit tests that walk a tool through its
+    /// task rounds (a task round asking for input goes on with
+    /// [`Call::retry`]).
+    pub fn task_round_after(&self, outcome: &Outcome) -> Option<Self> {
+        let Outcome::ContinueAsTask(state) = outcome else {
+            return None;
+        };
+        let mut next = self.clone();
+        next.inputs = self.inputs.task_round(state.clone());
+        Some(next)
     }
 
     /// The name of the tool being called.

@@ -114,7 +114,7 @@ impl Inputs {
 
     /// The inputs of the retry a client would make after `asked`: the next
     /// round number, the state `asked` carried, these answers, and the same
-    /// capabilities.
+    /// capabilities (and, in a task, still a task round).
     pub(crate) fn retry<K: Into<String>>(
         &self,
         asked: &InputRequired,
@@ -128,6 +128,20 @@ impl Inputs {
                 .collect(),
             state: asked.state.clone(),
             client: self.round.client,
+            task: self.round.task,
+        })
+    }
+
+    /// The inputs of the task round the host runs after a round returned
+    /// `continue-as-task(state)`: the next round number, `state`, no
+    /// answers, the same capabilities, and `task` true.
+    pub(crate) fn task_round(&self, state: Option<Vec<u8>>) -> Self {
+        Self::new(Round {
+            number: self.round.number + 1,
+            responses: Vec::new(),
+            state,
+            client: self.round.client,
+            task: true,
         })
     }
 }
@@ -192,13 +206,14 @@ macro_rules! rounds {
 pub(crate) use rounds;
 
 impl Default for Round {
-    /// Round 1: no answers, no state, no client capabilities.
+    /// Round 1: no answers, no state, no client capabilities, not a task.
     fn default() -> Self {
         Self {
             number: 1,
             responses: Vec::new(),
             state: None,
             client: ClientCapabilities::default(),
+            task: false,
         }
     }
 }
@@ -213,6 +228,7 @@ impl Default for ClientCapabilities {
             sampling_tools: false,
             sampling_context: false,
             roots: false,
+            tasks: false,
         }
     }
 }
@@ -227,6 +243,7 @@ impl ClientCapabilities {
             sampling_tools: true,
             sampling_context: true,
             roots: true,
+            tasks: true,
         }
     }
 
@@ -259,6 +276,13 @@ impl ClientCapabilities {
     /// The client can list its roots (`roots`).
     pub fn can_list_roots(&self) -> bool {
         self.roots
+    }
+
+    /// The client declared the tasks extension
+    /// (`io.modelcontextprotocol/tasks`) on this request: a tool may go on
+    /// as a task ([`Outcome::continue_as_task`](crate::Outcome::continue_as_task)).
+    pub fn can_use_tasks(&self) -> bool {
+        self.tasks
     }
 
     /// Whether the client can answer `request`. Airlock refuses input

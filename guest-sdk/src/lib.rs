@@ -29,6 +29,9 @@
 //!   the arguments, the answers ([`Inputs::elicitation`], [`Inputs::sampling`],
 //!   [`Inputs::roots`]) and the state it returned last time ([`Inputs::state`]).
 //!   The host seals the state, so the client can neither read nor change it.
+//! * A long call can go on as a **task** (MCP's tasks extension), for a
+//!   tool that declares [`Tool::task_support`] and a client that can use
+//!   tasks: see [Tasks](#tasks).
 //! * Prompts ([`Prompts::get`], a [`PromptRequest`]) and resource reads
 //!   ([`Resources::read`], a [`ResourceRead`]) run in rounds the same way:
 //!   [`Call`], [`PromptRequest`] and [`ResourceRead`] all dereference to the
@@ -89,6 +92,7 @@
 //! | ask the client's model | [`InputRequired::sample`] with a [`SamplingRequest`]; read [`Inputs::sampling`] and [`SamplingResponse::text`] |
 //! | ask for roots | [`InputRequired::list_roots`]; read [`Inputs::roots`] |
 //! | carry state | [`InputRequired::state`] (JSON) or [`InputRequired::state_bytes`]; read [`Inputs::state`]; [`Outcome::continue_with`] for a state-only round |
+//! | run as a task | [`Tool::task_support`]`(`[`TaskSupport::Optional`]`)`; check [`Inputs::client`]`.can_use_tasks()`, then [`Outcome::continue_as_task`]; [`Call::is_task`] in the task's rounds; [`Outcome::failed`] for a JSON-RPC error |
 //! | check what the client can answer | [`Inputs::client`]`.can_elicit_form()`, `can_elicit_url()`, `can_sample()`, `can_sample_with_tools()`, `can_list_roots()` |
 //! | log, report progress | [`log::info`] and friends, [`progress`] |
 //! | offer prompts | [`Prompt::new`]`(name, description).required_argument(…)`; read [`PromptRequest::argument`]; finish with [`PromptResult::new`]`().user(…)` or [`PromptOutcome::text`] |
@@ -96,6 +100,39 @@
 //! | complete arguments | [`Completion::new`]`(values)` (capped at 100), [`Completion::matching`]`(candidates, typed)` |
 //! | report a changed list or resource | [`notify::list_changed`]`(ListKind::Tools)`, [`notify::resource_updated`]`(uri)` |
 //! | export | [`export!`]`(MyTools)`, or `export! { tools: T, prompts: P, resources: R, completions: C }`: the component exports what is named, nothing else |
+//!
+//! # Tasks
+//!
+//! A call that takes long can go on as a *task* (MCP's tasks extension,
+//! `io.modelcontextprotocol/tasks`): the client gets a task at once and
+//! polls it, while Airlock runs the rest of the call in the background.
+//!
+//! * The tool declares it with [`Tool::task_support`]: [`TaskSupport::Never`]
+//!   (the default), [`TaskSupport::Optional`] or [`TaskSupport::Required`]
+//!   (Airlock refuses clients without tasks with error -32021, and never
+//!   runs the tool for them).
+//! * The first round always runs as a plain call ([`Call::is_task`] is
+//!   false), and may ask for input with [`InputRequired`] as usual before any
+//!   task exists.
+//! * To go on as a task it returns [`Outcome::continue_as_task`]`(&state)`,
+//!   only if [`Inputs::client`]`.can_use_tasks()`: for a client that did not
+//!   declare the extension the call fails. Airlock stores the task, answers
+//!   the client with it, and runs the next round in the background:
+//!   [`Call::is_task`] true, the state back in [`Inputs::state`], and
+//!   [`Inputs::client`] as declared on the request that created the task.
+//! * A task round ends the task with a result ([`Outcome::text`] and the
+//!   others, `is_error` results too: the task is `completed`) or with
+//!   [`Outcome::failed`] (a JSON-RPC error: the task is `failed`). It may ask
+//!   for input with [`InputRequired`]: the task waits, `input_required`,
+//!   until the client has answered every request, then the next task round
+//!   gets the answers under the same keys, and the state. Or it checkpoints
+//!   with [`Outcome::continue_as_task`] again: Airlock stores the state and
+//!   runs the next round, maybe on another host.
+//! * Task rounds have a longer deadline (a server option), and their log
+//!   and progress reports go to the host's log only.
+//!
+//! [`Outcome::failed`] in a plain call makes Airlock answer that JSON-RPC
+//! error instead of a result.
 //!
 //! # Example
 //!
@@ -163,7 +200,8 @@
 //! Everything except the host imports is plain Rust, so tool logic can be unit
 //! tested with `cargo test` on the build machine: build a [`Call`] with
 //! [`Call::new`] (and [`Call::with_round`] or [`Call::retry`] for later
-//! rounds) and inspect the [`Outcome`]; likewise [`PromptRequest::new`],
+//! rounds, [`Call::task_round_after`] for task rounds) and inspect the
+//! [`Outcome`]; likewise [`PromptRequest::new`],
 //! [`ResourceRead::new`] and [`CompletionRequest::for_prompt`]. Outside
 //! WebAssembly, [`log`], [`progress`] and [`notify`] print to stderr.
 
@@ -201,9 +239,9 @@ pub use serde_json::json;
 pub use types::{
     CallResult, Completion, CompletionRequest, ContentBlock, ElicitationAction,
     ElicitationResponse, EmbeddedResource, InputRequired, ModelPreferences, Prompt, PromptArgument,
-    PromptMessage, PromptOutcome, PromptResult, ReadOutcome, Resource, ResourceContents,
-    ResourceLink, ResourceTemplate, Root, SamplingMessage, SamplingRequest, SamplingResponse, Tool,
-    ToolAnnotations,
+    PromptMessage, PromptOutcome, PromptResult, ProtocolError, ReadOutcome, Resource,
+    ResourceContents, ResourceLink, ResourceTemplate, Root, SamplingMessage, SamplingRequest,
+    SamplingResponse, TaskSupport, Tool, ToolAnnotations,
 };
 
 /// Every type of the Airlock WIT contract (`airlock:mcp/types`, and the

@@ -3,18 +3,25 @@
 use serde::Serialize;
 
 use crate::Error;
-use crate::types::{CallOutcome, CallResult, InputRequired};
+use crate::builders::state_json;
+use crate::types::{CallOutcome, CallResult, InputRequired, ProtocolError};
 
-/// How one round of a call ends: done, or waiting for input.
+/// How one round of a call ends: done, waiting for input, going on as a
+/// task, or failed with a JSON-RPC error.
 ///
-/// Build one with the shortcuts below, or from a [`CallResult`] or an
-/// [`InputRequired`] with `.into()`.
+/// Build one with the shortcuts below, or from a [`CallResult`], an
+/// [`InputRequired`] or a [`ProtocolError`] with `.into()`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
     /// The call is finished.
     Complete(CallResult),
     /// The tool needs answers from the client, or just another round.
     InputRequired(InputRequired),
+    /// The rest of the call runs as a task, from a next round that starts
+    /// with this state ([`Outcome::continue_as_task`]).
+    ContinueAsTask(Option<Vec<u8>>),
+    /// The call ends with this JSON-RPC error ([`Outcome::failed`]).
+    Failed(ProtocolError),
 }
 
 impl Outcome {
@@ -45,6 +52,43 @@ impl Outcome {
         InputRequired::new().state(state).into()
     }
 
+    /// Goes on as a task (MCP's tasks extension): the host answers the
+    /// client at once with the task, then runs the next round in the
+    /// background, where [`Call::is_task`](crate::Call::is_task) is true and
+    /// [`Inputs::state`](crate::Inputs::state) reads `state` back (JSON).
+    ///
+    /// Only for a tool whose [`Tool::task_support`](crate::Tool::task_support)
+    /// is not `never`, when [`ClientCapabilities::can_use_tasks`] is true:
+    /// otherwise the host fails the call. Inside a task it is a checkpoint:
+    /// the host stores the state and runs the next round, maybe elsewhere.
+    ///
+    /// [`ClientCapabilities::can_use_tasks`]: crate::types::ClientCapabilities::can_use_tasks
+    ///
+    /// # Panics
+    ///
+    /// If `state` cannot be serialized to JSON (see [`InputRequired::state`]).
+    pub fn continue_as_task<S: Serialize + ?Sized>(state: &S) -> Self {
+        Self::continue_as_task_bytes(state_json(state))
+    }
+
+    /// [`Outcome::continue_as_task`] with raw state bytes, read back with
+    /// [`Inputs::state_bytes`](crate::Inputs::state_bytes).
+    pub fn continue_as_task_bytes(state: Vec<u8>) -> Self {
+        Self::ContinueAsTask(Some(state))
+    }
+
+    /// Ends the call with a JSON-RPC error: `code` (e.g. -32603, internal
+    /// error) and `message`. A task ends `failed` with it; a plain call gets
+    /// it as its response. Only for failures of the request itself: a
+    /// failure of the work, which the model should read, is
+    /// [`Outcome::error`].
+    pub fn failed(code: i32, message: impl Into<String>) -> Self {
+        Self::Failed(ProtocolError {
+            code,
+            message: message.into(),
+        })
+    }
+
     /// Completes with an error saying there is no tool called `name`.
     pub fn unknown_tool(name: &str) -> Self {
         Self::error(format!("unknown tool `{name}`"))
@@ -54,15 +98,28 @@ impl Outcome {
     pub fn result(&self) -> Option<&CallResult> {
         match self {
             Self::Complete(result) => Some(result),
-            Self::InputRequired(_) => None,
+            _ => None,
         }
     }
 
     /// What the tool asks for, if this outcome asks for input.
     pub fn input_required(&self) -> Option<&InputRequired> {
         match self {
-            Self::Complete(_) => None,
             Self::InputRequired(asked) => Some(asked),
+            _ => None,
+        }
+    }
+
+    /// Whether this outcome goes on as a task.
+    pub fn continues_as_task(&self) -> bool {
+        matches!(self, Self::ContinueAsTask(_))
+    }
+
+    /// The JSON-RPC error, if this outcome fails the call.
+    pub fn failure(&self) -> Option<&ProtocolError> {
+        match self {
+            Self::Failed(error) => Some(error),
+            _ => None,
         }
     }
 }
@@ -76,6 +133,12 @@ impl From<CallResult> for Outcome {
 impl From<InputRequired> for Outcome {
     fn from(asked: InputRequired) -> Self {
         Self::InputRequired(asked)
+    }
+}
+
+impl From<ProtocolError> for Outcome {
+    fn from(error: ProtocolError) -> Self {
+        Self::Failed(error)
     }
 }
 
@@ -102,6 +165,8 @@ impl From<Outcome> for CallOutcome {
         match outcome {
             Outcome::Complete(result) => Self::Complete(result),
             Outcome::InputRequired(asked) => Self::InputRequired(asked),
+            Outcome::ContinueAsTask(state) => Self::ContinueAsTask(state),
+            Outcome::Failed(error) => Self::Failed(error),
         }
     }
 }
@@ -111,6 +176,8 @@ impl From<CallOutcome> for Outcome {
         match outcome {
             CallOutcome::Complete(result) => Self::Complete(result),
             CallOutcome::InputRequired(asked) => Self::InputRequired(asked),
+            CallOutcome::ContinueAsTask(state) => Self::ContinueAsTask(state),
+            CallOutcome::Failed(error) => Self::Failed(error),
         }
     }
 }

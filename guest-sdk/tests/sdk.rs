@@ -303,6 +303,7 @@ mod components {
                 roots: true,
                 ..Default::default()
             },
+            task: false,
         }
     }
 

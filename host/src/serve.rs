@@ -13,10 +13,12 @@ use crate::auth::{AuthSettings, Authenticator};
 use crate::legacy::{BridgeSettings, Legacy, Sessions};
 use crate::live::{self, LiveOptions};
 use crate::policy::ProtectedPaths;
+use crate::protocol::tasks::{TaskSettings, Tasks};
 use crate::protocol::{ProtocolSettings, Server};
 use crate::registry::Registry;
 use crate::sandbox::SandboxSettings;
 use crate::state::{InMemoryRedemptions, KeyRing, StateLimits, StateSealer};
+use crate::tasks::{EmbeddedStore, MemoryStore, RedisStore, TaskStore};
 use crate::transport::http::ConnectionLimits;
 use crate::transport::{http, stdio};
 
@@ -78,6 +80,49 @@ pub struct ServeConfig {
     pub max_sessions: usize,
     /// How long such a session may stay idle before it ends.
     pub session_idle_timeout: Duration,
+    /// Where tasks are kept.
+    pub task_store: TaskStoreChoice,
+    /// Tasks' lifetime and limits.
+    pub tasks: TaskSettings,
+}
+
+/// Where tasks are kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskStoreChoice {
+    /// In this process's memory: tasks end with it.
+    Memory,
+    /// In this file (created if missing).
+    File(PathBuf),
+    /// In the default file under the cache directory; if another process
+    /// holds it, in memory (with a warning).
+    DefaultFile(PathBuf),
+    /// In Redis at this URL, shared by every host that names it.
+    Redis(String),
+}
+
+impl TaskStoreChoice {
+    /// Opens (or connects to) the store.
+    async fn open(&self) -> anyhow::Result<Arc<dyn TaskStore>> {
+        Ok(match self {
+            TaskStoreChoice::Memory => Arc::new(MemoryStore::default()),
+            TaskStoreChoice::File(path) => Arc::new(
+                EmbeddedStore::open(path)
+                    .with_context(|| format!("cannot open the task store {}", path.display()))?,
+            ),
+            TaskStoreChoice::DefaultFile(path) => match EmbeddedStore::open(path) {
+                Ok(store) => Arc::new(store),
+                Err(error) => {
+                    tracing::warn!(file = %path.display(), %error, "cannot use the default task store; keeping tasks in memory (they end with this process). Give each process its own --task-store, or share one with redis://");
+                    Arc::new(MemoryStore::default())
+                }
+            },
+            TaskStoreChoice::Redis(url) => Arc::new(
+                RedisStore::connect(url)
+                    .await
+                    .context("cannot connect to the task store")?,
+            ),
+        })
+    }
 }
 
 /// Airlock's own files, kept out of every grant: the tools directory and
@@ -213,12 +258,18 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
              process only, so behind a load balancer a replay to another process is not refused"
         );
     }
-    let server = Arc::new(Server::new(
-        runtime.clone(),
-        Arc::new(registry),
-        sealer,
-        config.protocol.clone(),
-    )?);
+    let task_store = config.task_store.open().await?;
+    let tasks = Arc::new(Tasks::new(task_store, config.tasks.clone()));
+    let server = Arc::new(
+        Server::new(
+            runtime.clone(),
+            Arc::new(registry),
+            sealer,
+            config.protocol.clone(),
+        )?
+        .with_tasks(tasks.clone()),
+    );
+    let _stop_tasks = AbortOnDrop(tokio::spawn(tasks.clone().run(server.clone())));
     let updates = live::spawn(
         server.clone(),
         runtime,
@@ -234,9 +285,9 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let address = match config.transport {
         Transport::Stdio => {
             tracing::info!("serving MCP on stdio");
-            return stdio::serve(server, legacy, config.max_body_bytes)
-                .await
-                .context("stdio transport failed");
+            let served = stdio::serve(server, legacy, config.max_body_bytes).await;
+            tasks.hand_back().await;
+            return served.context("stdio transport failed");
         }
         Transport::Http(address) => address,
     };
@@ -270,9 +321,9 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             server.shut_down();
         }
     };
-    http::serve(server, settings, listener, shutdown)
-        .await
-        .context("HTTP transport failed")
+    let served = http::serve(server, settings, listener, shutdown).await;
+    tasks.hand_back().await;
+    served.context("HTTP transport failed")
 }
 
 /// A task that is aborted when this is dropped.

@@ -103,7 +103,7 @@ fn text(outcome: &wit::CallOutcome) -> &str {
             [wit::ContentBlock::Text(t)] => &t.text,
             other => panic!("expected one text block, got {} blocks", other.len()),
         },
-        wit::CallOutcome::InputRequired(_) => panic!("expected a complete outcome"),
+        other => panic!("expected a complete outcome, got {other:?}"),
     }
 }
 

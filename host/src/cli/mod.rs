@@ -19,6 +19,7 @@ mod legacy;
 mod new;
 mod sandbox;
 mod serve;
+mod tasks;
 mod values;
 
 use std::ffi::OsString;
@@ -34,6 +35,7 @@ pub use self::legacy::LegacyOptions;
 pub use self::new::NewOptions;
 pub use self::sandbox::SandboxOptions;
 pub use self::serve::ServeOptions;
+pub use self::tasks::TaskOptions;
 use crate::logging::OneLinePerEvent;
 
 /// What `--help` of `serve` and `inspect` ends with.

@@ -23,6 +23,11 @@ pub struct SandboxOptions {
     #[arg(long, value_name = "DURATION", default_value = "10s",
           value_parser = values::duration(MIN_TIMEOUT))]
     pub call_timeout: Duration,
+    /// Wall-clock deadline of each round of a task (it runs in the background; a manifest's
+    /// timeout does not apply to it).
+    #[arg(long, value_name = "DURATION", default_value = "5m",
+          value_parser = values::duration(MIN_TIMEOUT))]
+    pub task_round_timeout: Duration,
     /// Largest reply one call may produce, encoded (result, input requests, prompt, resource
     /// contents, completion); also the most log and progress text one call may send.
     #[arg(long, value_name = "SIZE", default_value = "1MiB",
@@ -63,6 +68,7 @@ impl SandboxOptions {
             limits: RuntimeLimits {
                 max_memory_bytes: saturate(self.max_memory),
                 call_timeout: self.call_timeout,
+                task_round_timeout: self.task_round_timeout,
                 max_output_bytes: saturate(self.max_output),
                 fuel: self.enable_fuel,
                 max_host_resources: saturate(self.max_host_resources),

@@ -8,11 +8,12 @@ use super::access::AccessOptions;
 use super::connections::ConnectionOptions;
 use super::legacy::LegacyOptions;
 use super::sandbox::{SandboxOptions, saturate};
+use super::tasks::TaskOptions;
 use super::values;
 use crate::protocol::ProtocolSettings;
 use crate::registry;
 use crate::runtime::RuntimeLimits;
-use crate::serve::{ServeConfig, Transport};
+use crate::serve::{ServeConfig, TaskStoreChoice, Transport};
 use crate::state::DEFAULT_REDEMPTION_CAPACITY;
 
 /// The heading of the options about calls and their rounds.
@@ -105,6 +106,9 @@ pub struct ServeOptions {
     /// Sessions of 2025-era clients (`initialize`) and the bridge that serves them.
     #[command(flatten)]
     pub legacy: LegacyOptions,
+    /// Tasks: their store, lifetime and limits.
+    #[command(flatten)]
+    pub tasks: TaskOptions,
 }
 
 impl ServeOptions {
@@ -120,6 +124,11 @@ impl ServeOptions {
         } else {
             self.cache_dir.or_else(registry::default_cache_dir)
         };
+        let task_store = self.tasks.task_store.clone().unwrap_or_else(|| {
+            cache_dir.as_ref().map_or(TaskStoreChoice::Memory, |dir| {
+                TaskStoreChoice::DefaultFile(dir.join("tasks.redb"))
+            })
+        });
         let limits = RuntimeLimits {
             max_concurrent_calls: saturate(self.max_concurrent_calls),
             max_queued_calls: saturate(self.max_queued_calls),
@@ -150,6 +159,8 @@ impl ServeOptions {
             connections: self.connections.limits(),
             max_sessions: self.legacy.max_sessions as usize,
             session_idle_timeout: self.legacy.session_idle_timeout,
+            task_store,
+            tasks: self.tasks.settings(),
         }
     }
 }

@@ -61,6 +61,11 @@ impl Legacy {
                     return error_reply(&request.id, &error);
                 }
                 Answer::InputRequired(input) => input,
+                // A session's requests never declare the 2026 tasks
+                // extension, so a call never becomes a task here.
+                Answer::Task(_) => {
+                    return failure(request, "tasks are served on the 2026-07-28 wire only");
+                }
             };
             if round == limits.max_rounds {
                 break;

@@ -42,6 +42,9 @@ pub enum Answer {
     Complete(Complete),
     /// A component asked for input first (SEP-2322).
     InputRequired(InputRequired),
+    /// The call goes on as a task (the tasks extension): a
+    /// `CreateTaskResult`, whose members (an encoded object) are the task's.
+    Task(String),
     /// A JSON-RPC error.
     Error(RpcError),
 }
@@ -139,6 +142,10 @@ impl Answer {
                 body: encode_input_required(id, required, server_info),
                 http_status: 200,
             },
+            Answer::Task(members) => Reply {
+                body: encode_task(id, members, server_info),
+                http_status: 200,
+            },
             Answer::Error(error) => Reply {
                 body: jsonrpc::encode_error(Some(id), error),
                 http_status: error.http_status,
@@ -164,6 +171,18 @@ fn encode_complete(id: &Value, complete: &Complete, server_info: &RawValue) -> V
         write_json(&mut out, cache.scope);
     }
     result_end(out, server_info, &complete.meta)
+}
+
+/// `{"jsonrpc":"2.0","id":…,"result":{"resultType":"task",<members>,
+/// "_meta":{…}}}`.
+fn encode_task(id: &Value, members: &str, server_info: &RawValue) -> Vec<u8> {
+    let members = object_members(members);
+    let mut out = result_start(id, "task", members.len());
+    if !members.is_empty() {
+        out.push(b',');
+        out.extend_from_slice(members.as_bytes());
+    }
+    result_end(out, server_info, &Map::new())
 }
 
 /// `{"jsonrpc":"2.0","id":…,"result":{"resultType":"input_required",

@@ -7,6 +7,7 @@
 use tokio::sync::mpsc;
 
 use super::envelope::MirroredHeaders;
+use super::tasks::Tasks;
 use crate::runtime::Runtime;
 use crate::state::StateSealer;
 
@@ -59,4 +60,6 @@ pub(super) struct Services<'a> {
     pub(super) sealer: &'a StateSealer,
     /// The protocol's settings.
     pub(super) settings: &'a ProtocolSettings,
+    /// Tasks, when the server runs them.
+    pub(super) tasks: Option<&'a Tasks>,
 }

@@ -23,6 +23,7 @@ use super::mrtr::run_round;
 use super::prompts::PromptGet;
 use super::resources::ResourceRead;
 use super::subscriptions::{self, ServerChange, Subscriptions};
+use super::tasks::{self, Tasks};
 use super::tools::ToolCall;
 use crate::registry::Registry;
 use crate::runtime::Runtime;
@@ -38,6 +39,8 @@ pub struct Server {
     /// Set to `true` once, when the server shuts down (ends listen streams).
     shutdown: watch::Sender<bool>,
     server_info: Box<RawValue>,
+    /// Tasks (the tasks extension), when this server runs them.
+    tasks: Option<Arc<Tasks>>,
 }
 
 impl Server {
@@ -62,7 +65,34 @@ impl Server {
             subscriptions: Subscriptions::default(),
             shutdown: watch::Sender::new(false),
             server_info,
+            tasks: None,
         })
+    }
+
+    /// The same server, running tasks kept by `tasks` (and announcing the
+    /// tasks extension). Start [`Tasks::run`] beside it.
+    pub fn with_tasks(mut self, tasks: Arc<Tasks>) -> Self {
+        self.tasks = Some(tasks);
+        self
+    }
+
+    /// The tasks this server runs, if it runs them.
+    pub fn tasks(&self) -> Option<&Arc<Tasks>> {
+        self.tasks.as_ref()
+    }
+
+    /// Seals and opens state.
+    pub(super) fn sealer(&self) -> &StateSealer {
+        &self.sealer
+    }
+
+    /// Runs the next round of a task this host claimed.
+    pub(super) async fn run_task_round(
+        &self,
+        record: &crate::tasks::TaskRecord,
+    ) -> tasks::RoundEnd {
+        let catalog = self.catalog();
+        tasks::run_round(self.services(), &catalog, record).await
     }
 
     /// The registry being served now.
@@ -153,6 +183,7 @@ impl Server {
             runtime: &self.runtime,
             sealer: &self.sealer,
             settings: &self.settings,
+            tasks: self.tasks.as_deref(),
         }
     }
 
@@ -165,6 +196,16 @@ impl Server {
             "completions": {},
             "logging": {},
         })
+    }
+
+    /// [`Server::capabilities`] as `server/discover` says them: with the
+    /// extensions of the 2026-07-28 wire.
+    fn discovered_capabilities(&self) -> Value {
+        let mut capabilities = self.capabilities();
+        if self.tasks.is_some() {
+            capabilities["extensions"] = json!({ envelope::TASKS_EXTENSION: {} });
+        }
+        capabilities
     }
 
     /// Answers one request in the 2026-07-28 shape. Notifications produced
@@ -231,8 +272,31 @@ impl Server {
             }
             "completion/complete" => completion::complete(&self.runtime, request, catalog).await,
             "subscriptions/listen" => {
-                subscriptions::listen(&self.subscriptions, self.shutting_down(), request, notifier)
-                    .await
+                let tasks = self.tasks.as_deref().map(|tasks| subscriptions::TaskWatch {
+                    tasks,
+                    principal: context.principal,
+                    declared: meta.capabilities.tasks,
+                });
+                subscriptions::listen(
+                    &self.subscriptions,
+                    self.shutting_down(),
+                    request,
+                    notifier,
+                    tasks,
+                )
+                .await
+            }
+            "tasks/get" | "tasks/update" | "tasks/cancel" => {
+                let Some(tasks) = self.tasks.as_deref() else {
+                    return Err(RpcError::method_not_found(&request.method));
+                };
+                tasks::check_request(request, &meta, context.headers.as_ref())?;
+                let principal = context.principal;
+                match request.method.as_str() {
+                    "tasks/get" => tasks.get(request, principal).await,
+                    "tasks/update" => tasks.update(self.services(), request, principal).await,
+                    _ => tasks.cancel(request, principal).await,
+                }
             }
             method => Err(unknown_method(method)),
         }
@@ -264,7 +328,7 @@ impl Server {
         }
         let discover = Discover {
             supported_versions: SUPPORTED_VERSIONS,
-            capabilities: self.capabilities(),
+            capabilities: self.discovered_capabilities(),
             instructions: self.settings.instructions.as_deref(),
         };
         Answer::complete(&discover).cached(self.settings.list_ttl_ms, "public")

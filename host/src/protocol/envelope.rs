@@ -78,7 +78,7 @@ impl LogLevel {
 
 /// What the client declared it can do on this request. Parsed leniently:
 /// unknown members are ignored.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ClientCapabilities {
     /// `elicitation` (an empty object means form mode only).
     pub elicitation_form: bool,
@@ -92,6 +92,8 @@ pub struct ClientCapabilities {
     pub sampling_context: bool,
     /// `roots`.
     pub roots: bool,
+    /// The tasks extension (`extensions["io.modelcontextprotocol/tasks"]`).
+    pub tasks: bool,
 }
 
 impl ClientCapabilities {
@@ -107,9 +109,16 @@ impl ClientCapabilities {
             sampling_tools: sampling.is_some_and(|s| s.contains_key("tools")),
             sampling_context: sampling.is_some_and(|s| s.contains_key("context")),
             roots: value.get("roots").is_some_and(Value::is_object),
+            tasks: value
+                .get("extensions")
+                .and_then(Value::as_object)
+                .is_some_and(|e| e.get(TASKS_EXTENSION).is_some_and(Value::is_object)),
         }
     }
 }
+
+/// The name of MCP's tasks extension, in capabilities.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
 /// The validated `_meta` of one request.
 #[derive(Debug, Clone)]
@@ -379,7 +388,8 @@ mod tests {
     fn capabilities_and_opt_ins_are_read() {
         let p = params(json!({
             META_PROTOCOL_VERSION: PROTOCOL_VERSION,
-            META_CLIENT_CAPABILITIES: {"elicitation": {}, "sampling": {"tools": {}}, "roots": {"listChanged": true}},
+            META_CLIENT_CAPABILITIES: {"elicitation": {}, "sampling": {"tools": {}}, "roots": {"listChanged": true},
+                                       "extensions": {TASKS_EXTENSION: {}}},
             "progressToken": "p1",
             META_LOG_LEVEL: "warning",
         }));
@@ -393,6 +403,7 @@ mod tests {
                 sampling_tools: true,
                 sampling_context: false,
                 roots: true,
+                tasks: true,
             }
         );
         assert_eq!(

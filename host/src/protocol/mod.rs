@@ -15,6 +15,7 @@ pub mod param_headers;
 mod prompts;
 mod resources;
 pub mod subscriptions;
+pub mod tasks;
 mod tools;
 pub(crate) mod wire;
 

@@ -32,6 +32,7 @@ use super::catalog::Catalog;
 use super::context::{Notifier, RequestContext, Services};
 use super::envelope::{self, ClientCapabilities, LogLevel, MirroredHeaders, RequestMeta};
 use super::jsonrpc::{self, EncodeError, Request, RpcError, required_str};
+use super::tasks::TaskStart;
 use super::wire;
 use crate::runtime::{self, CallError, EventSink, GuestEvent, Runtime, wit};
 use crate::state::Binding;
@@ -60,11 +61,13 @@ pub(super) trait RoundMethod: Sized + Send + Sync {
     /// What the component returns.
     type Outcome: Send;
 
-    /// Reads the request's own parameters and finds what serves `name`.
+    /// Reads the request's own parameters and finds what serves `name`;
+    /// refuses a client that lacks what the target requires (`meta`).
     fn prepare(
         catalog: &Catalog,
         name: &str,
         request: &Request,
+        meta: &RequestMeta,
         headers: Option<&MirroredHeaders<'_>>,
     ) -> Result<Self, RpcError>;
 
@@ -110,8 +113,12 @@ pub(super) enum Settled {
     Complete(Complete),
     /// A request for input, to be gated and sealed.
     InputRequired(wit::InputRequired),
-    /// An answer of the method's own (invalid arguments, not found).
+    /// An answer of the method's own (invalid arguments, not found, an
+    /// error the component chose).
     Answer(Answer),
+    /// The component asks to run the rest of the call as a task, from a
+    /// round that starts with this state.
+    Task(Option<Vec<u8>>),
     /// An outcome that cannot be sent (invalid, or over the output limit).
     Failed(String),
 }
@@ -145,7 +152,7 @@ pub(super) async fn run_round<M: RoundMethod>(
 ) -> Result<Answer, RpcError> {
     let name = required_str(&request.params, M::NAMED_BY)?;
     envelope::check_name_header(context.headers.as_ref(), name)?;
-    let method = M::prepare(catalog, name, request, context.headers.as_ref())?;
+    let method = M::prepare(catalog, name, request, meta, context.headers.as_ref())?;
     let target = Target {
         kind: M::KIND,
         name,
@@ -191,6 +198,26 @@ pub(super) async fn run_round<M: RoundMethod>(
             match input_required(services, target, meta, &binding(), number, &input, limit)? {
                 Ok(required) => Answer::InputRequired(required),
                 Err(why) => failed(&method, target, why),
+            }
+        }
+        Settled::Task(state) => {
+            let start = TaskStart {
+                owner: context.principal,
+                tool: name,
+                arguments: method.arguments(request),
+                round: number,
+                state: state.as_deref(),
+                client: meta.capabilities,
+            };
+            match services.tasks {
+                Some(tasks) if meta.capabilities.tasks => tasks.create(services, start).await?,
+                _ => failed(
+                    &method,
+                    target,
+                    "it asked to continue as a task, but the client did not declare the tasks \
+                     extension on this request"
+                        .to_owned(),
+                ),
             }
         }
     })
@@ -242,6 +269,7 @@ fn open_round<'b>(
         responses,
         state,
         client: capabilities(&meta.capabilities),
+        task: false,
     })
 }
 
@@ -265,18 +293,42 @@ fn input_required(
                 .to_owned(),
         ));
     }
+    let requests = match encode_requests(target, &input.requests, &meta.capabilities, limit)? {
+        Ok(requests) => requests,
+        Err(why) => return Ok(Err(why)),
+    };
+    let request_state = match services.sealer.seal(binding, round, input.state.as_deref()) {
+        Ok(token) => token,
+        Err(error) => return Ok(Err(error.to_string())),
+    };
+    Ok(Ok(InputRequired {
+        requests,
+        request_state,
+    }))
+}
+
+/// A component's input requests, checked (keys unique and not empty, the
+/// capabilities they need declared in `caps`) and encoded within `limit`
+/// bytes in all. `Ok(Err(problem))` when they cannot be sent (the
+/// component's failure); `Err` when the client lacks a capability.
+pub(super) fn encode_requests(
+    target: Target<'_>,
+    input: &[(String, wit::InputRequest)],
+    caps: &ClientCapabilities,
+    limit: usize,
+) -> Result<Result<Vec<InputRequest>, String>, RpcError> {
     let mut keys = std::collections::HashSet::new();
-    for (key, _) in &input.requests {
+    for (key, _) in input {
         if key.is_empty() || !keys.insert(key.as_str()) {
             return Ok(Err(format!(
                 "it returned an invalid outcome: input request key {key:?} is empty or repeated"
             )));
         }
     }
-    check_capabilities(target, &input.requests, &meta.capabilities)?;
+    check_capabilities(target, input, caps)?;
     let mut budget = limit;
-    let mut requests = Vec::with_capacity(input.requests.len());
-    for (key, request) in &input.requests {
+    let mut requests = Vec::with_capacity(input.len());
+    for (key, request) in input {
         let request = match wire::input_request(request) {
             Ok(request) => request,
             Err(error) => {
@@ -300,18 +352,11 @@ fn input_required(
             params,
         });
     }
-    let request_state = match services.sealer.seal(binding, round, input.state.as_deref()) {
-        Ok(token) => token,
-        Err(error) => return Ok(Err(error.to_string())),
-    };
-    Ok(Ok(InputRequired {
-        requests,
-        request_state,
-    }))
+    Ok(Ok(requests))
 }
 
 /// The answer for a component that failed, and its log line.
-fn failed<M: RoundMethod>(method: &M, target: Target<'_>, why: String) -> Answer {
+pub(super) fn failed<M: RoundMethod>(method: &M, target: Target<'_>, why: String) -> Answer {
     tracing::warn!(
         kind = target.kind,
         name = target.name,
@@ -359,7 +404,8 @@ where
     outcome
 }
 
-fn capabilities(caps: &ClientCapabilities) -> wit::ClientCapabilities {
+/// What the component is told of the client's capabilities.
+pub(super) fn capabilities(caps: &ClientCapabilities) -> wit::ClientCapabilities {
     wit::ClientCapabilities {
         elicitation_form: caps.elicitation_form,
         elicitation_url: caps.elicitation_url,
@@ -367,6 +413,7 @@ fn capabilities(caps: &ClientCapabilities) -> wit::ClientCapabilities {
         sampling_tools: caps.sampling_tools,
         sampling_context: caps.sampling_context,
         roots: caps.roots,
+        tasks: caps.tasks,
     }
 }
 

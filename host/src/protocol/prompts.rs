@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::answer::Answer;
 use super::catalog::Catalog;
 use super::context::Services;
-use super::envelope::MirroredHeaders;
+use super::envelope::{MirroredHeaders, RequestMeta};
 use super::jsonrpc::{Request, RpcError};
 use super::mrtr::{RoundMethod, Settled, Target};
 use super::wire;
@@ -39,6 +39,7 @@ impl RoundMethod for PromptGet {
         catalog: &Catalog,
         name: &str,
         request: &Request,
+        _meta: &RequestMeta,
         _headers: Option<&MirroredHeaders<'_>>,
     ) -> Result<Self, RpcError> {
         let members = match request.params.get("arguments") {

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::answer::Answer;
 use super::catalog::Catalog;
 use super::context::Services;
-use super::envelope::MirroredHeaders;
+use super::envelope::{MirroredHeaders, RequestMeta};
 use super::jsonrpc::{self, Request, RpcError};
 use super::mrtr::{RoundMethod, Settled, Target};
 use super::wire;
@@ -45,6 +45,7 @@ impl RoundMethod for ResourceRead {
         catalog: &Catalog,
         uri: &str,
         _request: &Request,
+        _meta: &RequestMeta,
         _headers: Option<&MirroredHeaders<'_>>,
     ) -> Result<Self, RpcError> {
         check_uri_length(uri)?;

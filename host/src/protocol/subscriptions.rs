@@ -16,6 +16,8 @@ use tokio::sync::broadcast;
 use super::answer::{Answer, Complete};
 use super::context::Notifier;
 use super::jsonrpc::{self, Request, RpcError};
+use super::tasks::Tasks;
+use crate::tasks::TaskEvent;
 
 /// The `_meta` key that tags every notification of a listen stream.
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
@@ -95,6 +97,20 @@ impl Subscriptions {
     }
 }
 
+/// Most task ids one listen request may watch.
+pub const MAX_TASK_SUBSCRIPTIONS: usize = 1000;
+
+/// The tasks a listen stream may report on (the tasks extension): whose
+/// they are, and whether the request declared the extension.
+pub struct TaskWatch<'a> {
+    /// Where tasks live.
+    pub tasks: &'a Tasks,
+    /// Who listens: only their own tasks are reported.
+    pub principal: &'a str,
+    /// Whether the listen request declared the tasks extension.
+    pub declared: bool,
+}
+
 /// What one listen request asked for.
 #[derive(Debug, Default, PartialEq)]
 struct Filter {
@@ -102,6 +118,7 @@ struct Filter {
     prompts: bool,
     resources: bool,
     uris: Vec<String>,
+    task_ids: Vec<String>,
 }
 
 impl Filter {
@@ -137,11 +154,29 @@ impl Filter {
                 )));
             }
         };
+        let task_ids = match notifications.get("taskIds") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(ids)) if ids.len() <= MAX_TASK_SUBSCRIPTIONS => ids
+                .iter()
+                .map(|id| id.as_str().map(str::to_owned))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| {
+                    RpcError::invalid_params(
+                        "Invalid params: notifications.taskIds must hold strings",
+                    )
+                })?,
+            Some(_) => {
+                return Err(RpcError::invalid_params(format!(
+                    "Invalid params: notifications.taskIds must be an array of at most {MAX_TASK_SUBSCRIPTIONS} ids"
+                )));
+            }
+        };
         Ok(Filter {
             tools: flag("toolsListChanged")?,
             prompts: flag("promptsListChanged")?,
             resources: flag("resourcesListChanged")?,
             uris,
+            task_ids,
         })
     }
 
@@ -159,6 +194,9 @@ impl Filter {
         }
         if !self.uris.is_empty() {
             honoured.insert("resourceSubscriptions".to_owned(), json!(self.uris));
+        }
+        if !self.task_ids.is_empty() {
+            honoured.insert("taskIds".to_owned(), json!(self.task_ids));
         }
         Value::Object(honoured)
     }
@@ -191,8 +229,19 @@ pub(super) async fn listen(
     mut shutdown: tokio::sync::watch::Receiver<bool>,
     request: &Request,
     notifier: Option<&Notifier>,
+    tasks: Option<TaskWatch<'_>>,
 ) -> Result<Answer, RpcError> {
     let filter = Filter::parse(&request.params)?;
+    let tasks = match tasks {
+        _ if filter.task_ids.is_empty() => None,
+        Some(watch) if watch.declared => Some(watch),
+        Some(_) => return Err(super::tasks::extension_required("Listening to taskIds")),
+        None => {
+            return Err(RpcError::invalid_params(
+                "Invalid params: this server runs no tasks (notifications.taskIds)",
+            ));
+        }
+    };
     let Some(out) = notifier else {
         return Err(RpcError::invalid_request(
             "subscriptions/listen answers with a stream: send Accept: text/event-stream",
@@ -201,6 +250,7 @@ pub(super) async fn listen(
     // Subscribe before acknowledging, so nothing published after the
     // acknowledgement is missed.
     let mut changes = subscriptions.subscribe();
+    let mut task_events = tasks.as_ref().map(|watch| watch.tasks.events());
     let tag = json!({ SUBSCRIPTION_ID: request.id });
     let note = |method: &str, mut params: Map<String, Value>| {
         params.insert("_meta".to_owned(), tag.clone());
@@ -216,7 +266,8 @@ pub(super) async fn listen(
         return Ok(listen_result(request));
     }
     loop {
-        let messages = tokio::select! {
+        let mut changed_task = None;
+        let mut messages = tokio::select! {
             change = changes.recv() => match change {
                 Ok(change) => filter
                     .wants(&change)
@@ -231,9 +282,26 @@ pub(super) async fn listen(
                     .collect(),
                 Err(broadcast::error::RecvError::Closed) => break,
             },
+            event = next_task_event(&mut task_events) => match event {
+                Ok(TaskEvent::Changed(id)) if filter.task_ids.contains(&id) => {
+                    changed_task = Some(id);
+                    Vec::new()
+                }
+                Err(broadcast::error::RecvError::Closed) => {
+                    task_events = None;
+                    Vec::new()
+                }
+                // Missed some: a poller learns the rest with tasks/get.
+                _ => Vec::new(),
+            },
             _ = shutdown.wait_for(|down| *down) => break,
             () = out.closed() => break,
         };
+        if let (Some(id), Some(watch)) = (changed_task, &tasks)
+            && let Some(Value::Object(task)) = watch.tasks.notification(&id, watch.principal).await
+        {
+            messages.push(note("notifications/tasks", task));
+        }
         for message in messages {
             if out.send(message).await.is_err() {
                 return Ok(listen_result(request));
@@ -241,6 +309,16 @@ pub(super) async fn listen(
         }
     }
     Ok(listen_result(request))
+}
+
+/// The next task event, or never when the stream watches no task.
+async fn next_task_event(
+    events: &mut Option<broadcast::Receiver<TaskEvent>>,
+) -> Result<TaskEvent, broadcast::error::RecvError> {
+    match events {
+        Some(events) => events.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The `SubscriptionsListenResult` that ends a stream: no members but the

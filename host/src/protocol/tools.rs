@@ -6,12 +6,12 @@
 //! gives a complete result with `isError`, which the model can read; only
 //! protocol problems are JSON-RPC errors.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::answer::Answer;
 use super::catalog::Catalog;
 use super::context::Services;
-use super::envelope::MirroredHeaders;
+use super::envelope::{self, MirroredHeaders, RequestMeta, TASKS_EXTENSION};
 use super::jsonrpc::{Request, RpcError};
 use super::mrtr::{RoundMethod, Settled, Target};
 use super::param_headers;
@@ -22,6 +22,22 @@ use crate::runtime::{CallError, EventSink, Runtime, wit};
 /// One round of `tools/call`: the tool.
 pub(super) struct ToolCall {
     entry: ToolEntry,
+}
+
+impl ToolCall {
+    /// A round of the tool of `entry`.
+    pub(super) fn of(entry: ToolEntry) -> ToolCall {
+        ToolCall { entry }
+    }
+}
+
+/// The JSON-RPC error a component ended a call with, if its message fits
+/// in `limit` bytes.
+fn guest_error(error: &wit::ProtocolError, limit: usize) -> Result<RpcError, String> {
+    if error.message.len() > limit {
+        return Err(CallError::OutputTooLarge { limit }.to_string());
+    }
+    Ok(RpcError::new(error.code, error.message.clone()))
 }
 
 /// What a call without arguments is bound to: no members.
@@ -45,6 +61,7 @@ impl RoundMethod for ToolCall {
         catalog: &Catalog,
         name: &str,
         request: &Request,
+        meta: &RequestMeta,
         headers: Option<&MirroredHeaders<'_>>,
     ) -> Result<Self, RpcError> {
         let arguments = match request.params.get("arguments") {
@@ -67,9 +84,16 @@ impl RoundMethod for ToolCall {
             .registry
             .find(name)
             .ok_or_else(|| RpcError::invalid_params(format!("Unknown tool: {name}")))?;
-        Ok(ToolCall {
-            entry: entry.clone(),
-        })
+        if entry.item().task_support == wit::TaskSupport::Required && !meta.capabilities.tasks {
+            return Err(envelope::missing_capability(
+                format!(
+                    "Tool '{name}' runs only as a task: declare the {TASKS_EXTENSION} extension \
+                     in _meta clientCapabilities.extensions"
+                ),
+                json!({ "extensions": { TASKS_EXTENSION: {} } }),
+            ));
+        }
+        Ok(ToolCall::of(entry.clone()))
     }
 
     fn arguments<'r>(&self, request: &'r Request) -> &'r Value {
@@ -114,6 +138,19 @@ impl RoundMethod for ToolCall {
                 }
             },
             wit::CallOutcome::InputRequired(input) => Settled::InputRequired(input),
+            wit::CallOutcome::ContinueAsTask(_)
+                if self.entry.item().task_support == wit::TaskSupport::Never =>
+            {
+                Settled::Failed(
+                    "it asked to continue as a task, but it lists its task support as `never`"
+                        .to_owned(),
+                )
+            }
+            wit::CallOutcome::ContinueAsTask(state) => Settled::Task(state),
+            wit::CallOutcome::Failed(error) => match guest_error(&error, limit) {
+                Ok(error) => Settled::Answer(Answer::Error(error)),
+                Err(why) => Settled::Failed(why),
+            },
         }
     }
 

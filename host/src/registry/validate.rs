@@ -210,6 +210,7 @@ mod tests {
             input_schema: r#"{"type":"object"}"#.into(),
             output_schema: None,
             annotations: None,
+            task_support: wit::TaskSupport::Never,
         }
     }
 

@@ -57,6 +57,7 @@ impl wit::ClientCapabilities {
         sampling_tools: false,
         sampling_context: false,
         roots: false,
+        tasks: false,
     };
 }
 
@@ -68,6 +69,7 @@ impl wit::Round {
             responses: Vec::new(),
             state: None,
             client,
+            task: false,
         }
     }
 }

@@ -196,7 +196,13 @@ impl Runtime {
     ) -> Result<wit::CallOutcome, CallError> {
         let export = component.exports.call_tool;
         let params = (&*name, arguments, round);
-        self.invoke(component, export, name.clone(), params, events)
+        // A task's round runs in the background, with its own deadline.
+        let timeout = if round.task {
+            self.limits.task_round_timeout
+        } else {
+            component.policy.limits.timeout
+        };
+        self.invoke_within(component, export, name.clone(), params, events, timeout)
             .await
     }
 
@@ -249,9 +255,10 @@ impl Runtime {
         )
     }
 
-    /// Calls one export of a fresh instance of `component` with `params`.
-    /// `label` names the call in logs. The export's types must be the ones
-    /// `Lookups::load` checked for it (see [`CheckedComponent`]).
+    /// Calls one export of a fresh instance of `component` with `params`,
+    /// within the component's deadline. `label` names the call in logs. The
+    /// export's types must be the ones `Lookups::load` checked for it (see
+    /// [`CheckedComponent`]).
     async fn invoke<P, O>(
         &self,
         component: &CheckedComponent,
@@ -264,8 +271,27 @@ impl Runtime {
         P: ComponentNamedList + Lower + Send + Sync,
         O: Lift + Outcome + Send + Sync + 'static,
     {
+        let timeout = component.policy.limits.timeout;
+        self.invoke_within(component, export, label, params, events, timeout)
+            .await
+    }
+
+    /// [`invoke`](Self::invoke) within `timeout`.
+    async fn invoke_within<P, O>(
+        &self,
+        component: &CheckedComponent,
+        export: Option<ComponentExportIndex>,
+        label: Arc<str>,
+        params: P,
+        events: Option<EventSink>,
+        timeout: Duration,
+    ) -> Result<O, CallError>
+    where
+        P: ComponentNamedList + Lower + Send + Sync,
+        O: Lift + Outcome + Send + Sync + 'static,
+    {
         let policy = &component.policy;
-        let deadline = Instant::now() + policy.limits.timeout;
+        let deadline = Instant::now() + timeout;
         // The component's own slots first (if its manifest limits them),
         // then one of the server's.
         let _slot = match &component.slots {
@@ -275,14 +301,13 @@ impl Runtime {
                     .await
                     .ok()
                     .and_then(Result::ok)
-                    .ok_or(CallError::Timeout {
-                        limit: policy.limits.timeout,
-                    })?,
+                    .ok_or(CallError::Timeout { limit: timeout })?,
             ),
         };
-        let permit = self.permit(deadline, Some(policy.limits.timeout)).await?;
+        let permit = self.permit(deadline, Some(timeout)).await?;
         let mut call =
             self.new_store(label, deadline, events, Some((&component.source, policy)))?;
+        call.limits.timeout = timeout;
         let store = &mut call.store;
         let result = within(deadline, async {
             let func = component

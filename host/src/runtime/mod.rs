@@ -118,6 +118,9 @@ pub struct RuntimeLimits {
     /// Most input requests one `input_required` outcome may make.
     /// Default 64.
     pub max_input_requests: usize,
+    /// Wall-clock time limit of one round of a task (which runs in the
+    /// background, so nobody waits on it). Default 5 minutes.
+    pub task_round_timeout: Duration,
 }
 
 impl RuntimeLimits {
@@ -147,6 +150,7 @@ impl Default for RuntimeLimits {
             max_http_fields_bytes: 64 << 10,
             max_content_blocks: 1000,
             max_input_requests: 64,
+            task_round_timeout: Duration::from_secs(300),
         }
     }
 }

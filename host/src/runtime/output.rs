@@ -72,6 +72,7 @@ impl Outcome for wit::CallOutcome {
         match self {
             wit::CallOutcome::Complete(result) => counts.content_blocks += result.content.len(),
             wit::CallOutcome::InputRequired(required) => required.count(counts),
+            wit::CallOutcome::ContinueAsTask(_) | wit::CallOutcome::Failed(_) => {}
         }
     }
 }

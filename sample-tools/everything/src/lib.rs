@@ -7,7 +7,8 @@
 //!   `server-stateless`, every multi-round (MRTR) tool of the
 //!   `input-required-result-*` scenarios (`mrtr.rs`), the JSON Schema
 //!   2020-12 and `x-mcp-header` tools, and the tools of the 2025-11-25 leg
-//!   (`legacy.rs`), written as MRTR tools.
+//!   (`legacy.rs`), written as MRTR tools, and the tools of the tasks
+//!   extension (`tasks.rs`).
 //! * Prompts (`prompts.rs`), one of them multi-round.
 //! * Resources, a resource template and argument completion
 //!   (`resources.rs`).
@@ -26,6 +27,7 @@ mod media;
 mod mrtr;
 mod prompts;
 mod resources;
+mod tasks;
 mod tools;
 
 /// The component: one type for all four interfaces.

@@ -41,7 +41,7 @@ struct ConfirmForm {
 
 /// The user's name, if the elicitation under `key` is an accepted form with
 /// a string `name`.
-fn answered_name(call: &Call, key: &str) -> Option<String> {
+pub fn answered_name(call: &Call, key: &str) -> Option<String> {
     call.elicitation(key)?
         .accepted_content::<NameForm>()
         .map(|form| form.name)

@@ -7,12 +7,12 @@ use std::time::Duration;
 use airlock_guest::notify::{self, ListKind};
 use airlock_guest::serde_json::{Map, Value};
 use airlock_guest::{
-    Call, CallResult, EmbeddedResource, Error, InputRequired, Outcome, SamplingRequest, Tool, json,
-    log, progress,
+    Call, CallResult, EmbeddedResource, Error, InputRequired, Outcome, SamplingRequest,
+    TaskSupport, Tool, json, log, progress,
 };
 use serde::Deserialize;
 
-use crate::{legacy, media, mrtr};
+use crate::{legacy, media, mrtr, tasks};
 
 /// The schema of a tool without arguments, as the suite expects it.
 fn no_arguments() -> Value {
@@ -153,6 +153,54 @@ pub fn list() -> Vec<Tool> {
             "test_elicitation_sep1330_enums",
             "Asks the user for a form with every kind of enum field (SEP-1330)",
         ),
+        Tool::new("greet", "Greets someone by name, at once (never a task)").input_schema(json!({
+            "type": "object",
+            "properties": {"name": {"type": "string", "description": "Whom to greet"}},
+            "required": ["name"]
+        })),
+        Tool::new(
+            "slow_compute",
+            "Works for the given number of seconds; runs as a task when the client uses tasks",
+        )
+        .input_schema(json!({
+            "type": "object",
+            "properties": {
+                "seconds": {"type": "number", "minimum": 0, "description": "How long to work"},
+                "label": {"type": "string", "description": "A name for the computation"}
+            },
+            "required": ["seconds", "label"]
+        }))
+        .task_support(TaskSupport::Optional),
+        plain(
+            "failing_job",
+            "Task only: works about a second, then completes with isError: true",
+        )
+        .task_support(TaskSupport::Required),
+        plain(
+            "protocol_error_job",
+            "Fails with JSON-RPC error -32603 (in its task when the client uses tasks)",
+        )
+        .task_support(TaskSupport::Optional),
+        Tool::new(
+            "confirm_delete",
+            "Asks the user to confirm deleting a file (as a task when the client uses tasks); deletes nothing",
+        )
+        .input_schema(json!({
+            "type": "object",
+            "properties": {"filename": {"type": "string", "description": "The file to delete"}},
+            "required": ["filename"]
+        }))
+        .task_support(TaskSupport::Optional),
+        plain(
+            "multi_input",
+            "Asks for a name and a favorite color at once (as a task when the client uses tasks)",
+        )
+        .task_support(TaskSupport::Optional),
+        plain(
+            "test_tool_with_task",
+            "Task only: asks for the user's name (MRTR, key user_name), then greets them from a task",
+        )
+        .task_support(TaskSupport::Required),
     ]
 }
 
@@ -251,6 +299,13 @@ pub fn call(call: &Call) -> Outcome {
         "test_elicitation" => legacy::elicitation(call).into(),
         "test_elicitation_sep1034_defaults" => legacy::defaults(call),
         "test_elicitation_sep1330_enums" => legacy::enums(call),
+        "greet" => tasks::greet(call).into(),
+        "slow_compute" => tasks::slow_compute(call).into(),
+        "failing_job" => tasks::failing_job(call),
+        "protocol_error_job" => tasks::protocol_error_job(call),
+        "confirm_delete" => tasks::confirm_delete(call).into(),
+        "multi_input" => tasks::multi_input(call),
+        "test_tool_with_task" => tasks::with_task(call),
         other => Outcome::unknown_tool(other),
     }
 }
@@ -339,7 +394,7 @@ mod tests {
     #[test]
     fn tools_are_listed_in_a_fixed_order_with_descriptions() {
         let tools = <Everything as Tools>::list();
-        assert_eq!(tools.len(), 27);
+        assert_eq!(tools.len(), 34);
         assert_eq!(tools[0].name, "test_simple_text");
         assert_eq!(
             schema(&tools[0]),

@@ -1,13 +1,20 @@
 //! `build_report`: long work split into slices, one slice per round.
 //!
 //! A call must finish within its deadline, and Airlock runs every round in a
-//! fresh instance. So the tool does a few items per round and then returns a
-//! *state-only* input-required result: no questions, just its progress so
-//! far. The client calls again at once with that state, the next round picks
-//! up where the last one stopped, and the final round returns the whole
-//! report. Each round also reports progress. See README.md.
+//! fresh instance. So the tool does a few items per round and carries its
+//! progress so far to the next round, which picks up where the last one
+//! stopped; the final round returns the whole report. Each round also
+//! reports progress.
+//!
+//! For a client that uses tasks (MCP's tasks extension), the first round
+//! goes on as a task at once, and each task round does one slice and
+//! checkpoints its progress with `continue-as-task`: the client polls the
+//! task while Airlock runs the slices in the background. For any other
+//! client, each round returns a *state-only* input-required result (no
+//! questions, just the progress), and the client calls again at once. See
+//! README.md.
 
-use airlock_guest::{Call, CallResult, Error, Outcome, Tool, Tools, json, progress};
+use airlock_guest::{Call, CallResult, Error, Outcome, TaskSupport, Tool, Tools, json, progress};
 use serde::{Deserialize, Serialize};
 
 /// Items per round when the call does not say.
@@ -49,7 +56,8 @@ impl Tools for Report {
                 },
                 "required": ["items", "lines"]
             }))
-            .read_only(),
+            .read_only()
+            .task_support(TaskSupport::Optional),
         ]
     }
 
@@ -89,6 +97,10 @@ fn build_report(call: &Call) -> Result<Outcome, Error> {
     if slice_size == 0 {
         return Err(Error::new("sliceSize must be at least 1"));
     }
+    if !call.is_task() && call.client().can_use_tasks() {
+        // Do every slice in the background, in a task.
+        return Ok(Outcome::continue_as_task(&Progress::default()));
+    }
 
     // Resume from last round's state; the first round starts empty.
     let mut report: Progress = call.state().unwrap_or_default();
@@ -108,8 +120,13 @@ fn build_report(call: &Call) -> Result<Outcome, Error> {
     );
 
     if done < items.len() {
-        // Not finished: ask to be called again with the report so far.
-        return Ok(Outcome::continue_with(&report));
+        // Not finished: a checkpoint in a task, otherwise ask to be called
+        // again; either way with the report so far.
+        return Ok(if call.is_task() {
+            Outcome::continue_as_task(&report)
+        } else {
+            Outcome::continue_with(&report)
+        });
     }
     let mut text = format!("Report on {}:", count(report.items, "item"));
     for line in &report.lines {
@@ -138,14 +155,20 @@ fn count(n: usize, noun: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use airlock_guest::types::InputResponse;
+    use airlock_guest::types::{ClientCapabilities, InputResponse};
+
+    const ARGUMENTS: &str = r#"{"items":["a","b c","d","e","f"],"sliceSize":2}"#;
+
+    const REPORT: &str = "Report on 5 items:\n\
+                          1. \"a\": 1 character, 1 word\n\
+                          2. \"b c\": 3 characters, 2 words\n\
+                          3. \"d\": 1 character, 1 word\n\
+                          4. \"e\": 1 character, 1 word\n\
+                          5. \"f\": 1 character, 1 word";
 
     #[test]
     fn runs_in_slices() {
-        let mut call = Call::new(
-            "build_report",
-            r#"{"items":["a","b c","d","e","f"],"sliceSize":2}"#,
-        );
+        let mut call = Call::new("build_report", ARGUMENTS);
         let mut rounds = 0;
         let result = loop {
             rounds += 1;
@@ -155,17 +178,32 @@ mod tests {
                     assert!(asked.requests.is_empty(), "state only");
                     call = call.retry(&asked, Vec::<(String, InputResponse)>::new());
                 }
+                other => panic!("not a task, yet {other:?}"),
             }
         };
         assert_eq!(rounds, 3);
-        assert_eq!(
-            result.text_content(),
-            "Report on 5 items:\n\
-             1. \"a\": 1 character, 1 word\n\
-             2. \"b c\": 3 characters, 2 words\n\
-             3. \"d\": 1 character, 1 word\n\
-             4. \"e\": 1 character, 1 word\n\
-             5. \"f\": 1 character, 1 word"
-        );
+        assert_eq!(result.text_content(), REPORT);
+    }
+
+    #[test]
+    fn runs_its_slices_in_a_task_when_the_client_uses_tasks() {
+        let mut call = Call::new("build_report", ARGUMENTS).with_client(ClientCapabilities {
+            tasks: true,
+            ..Default::default()
+        });
+        let first = Report::call(call.clone());
+        assert_eq!(first, Outcome::continue_as_task(&Progress::default()));
+        let mut outcome = first;
+        // How many items each task round found done when it started.
+        let mut resumed_at = Vec::new();
+        while let Some(next) = call.task_round_after(&outcome) {
+            call = next;
+            resumed_at.push(call.state::<Progress>().unwrap().lines.len());
+            outcome = Report::call(call.clone());
+            assert!(outcome.input_required().is_none(), "a task asks nothing");
+        }
+        assert_eq!(resumed_at, [0, 2, 4]);
+        assert!(call.is_task());
+        assert_eq!(outcome.result().unwrap().text_content(), REPORT);
     }
 }

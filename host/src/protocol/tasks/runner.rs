@@ -1,0 +1,316 @@
+//! The background work of tasks on one host: claim due rounds from the
+//! store, run them, keep their leases, stop them when cancelled, and write
+//! back what they made of their task.
+//!
+//! Every host sharing a store runs this. A round is claimed with a lease
+//! ([`LEASE`]) that the host renews while the round runs; if the host dies,
+//! the lease runs out and another host claims the round again (up to
+//! `max_attempts` starts). A round is stopped when its task is cancelled:
+//! at once through the store's events, or at the next renewal
+//! ([`CHECK_EVERY`]) if an event was lost. A round's outcome is written
+//! only if the task is still this host's to run.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{Notify, OwnedSemaphorePermit, broadcast};
+
+use super::Tasks;
+use super::payload;
+use super::round::RoundEnd;
+use crate::protocol::Server;
+use crate::tasks::{Lease, TaskEvent, TaskRecord, TaskStatus, now_ms};
+
+/// How long a claimed round is this host's without renewal.
+pub const LEASE: Duration = Duration::from_secs(10);
+
+/// How often a running round's task is read again (to renew its lease and
+/// to notice a cancellation whose event was lost).
+const CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// How often the store is searched for due rounds without an event saying so
+/// (a round whose host died is due when its lease runs out).
+const LOOK_EVERY: Duration = Duration::from_secs(1);
+
+/// How often expired tasks are swept from stores that do not expire them.
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
+
+impl Tasks {
+    /// Runs this host's share of the tasks until the server shuts down.
+    pub async fn run(self: Arc<Self>, server: Arc<Server>) {
+        let mut events = self.store.events();
+        let mut shutdown = server.shutting_down();
+        let mut look = tokio::time::interval(LOOK_EVERY);
+        look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut last_sweep = std::time::Instant::now();
+        tracing::info!(store = %self.store.describe(), host = %self.host, "running tasks");
+        loop {
+            tokio::select! {
+                event = events.recv() => match event {
+                    Ok(TaskEvent::Cancelled(id)) => {
+                        self.interrupt(&id);
+                        continue;
+                    }
+                    Ok(TaskEvent::Changed(_)) => continue,
+                    Ok(TaskEvent::Runnable) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+                _ = look.tick() => {}
+                () = self.freed.notified() => {}
+                _ = shutdown.wait_for(|down| *down) => return,
+            }
+            self.start_due_rounds(&server).await;
+            if last_sweep.elapsed() >= SWEEP_EVERY {
+                last_sweep = std::time::Instant::now();
+                if let Err(error) = self.store.sweep(now_ms()).await {
+                    tracing::warn!(%error, "cannot sweep expired tasks");
+                }
+            }
+        }
+    }
+
+    /// Claims due rounds while this host has room for them, and starts each.
+    async fn start_due_rounds(self: &Arc<Self>, server: &Arc<Server>) {
+        loop {
+            let Ok(permit) = self.slots.clone().try_acquire_owned() else {
+                return;
+            };
+            let now = now_ms();
+            let until = now + super::millis(LEASE);
+            match self.store.claim(&self.host, now, until).await {
+                Ok(Some(record)) => {
+                    let tasks = self.clone();
+                    let server = server.clone();
+                    tokio::spawn(async move { tasks.run_round(&server, record, permit).await });
+                }
+                Ok(None) => return,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot look for due task rounds");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Runs one claimed round to its end, or until its task is cancelled or
+    /// its lease lost.
+    async fn run_round(&self, server: &Server, record: TaskRecord, permit: OwnedSemaphorePermit) {
+        self.run_claimed(server, record).await;
+        // A slot is free: look for the next due round now, not at the next tick.
+        drop(permit);
+        self.freed.notify_one();
+    }
+
+    /// [`run_round`](Self::run_round), while its slot is held.
+    async fn run_claimed(&self, server: &Server, record: TaskRecord) {
+        let id = record.id.clone();
+        if record.attempts > self.settings.max_attempts {
+            let end = RoundEnd::Failed(serde_json::json!({
+                "code": crate::protocol::jsonrpc::codes::INTERNAL_ERROR,
+                "message": format!(
+                    "The task's round was started {} times without finishing (its hosts stopped); giving up",
+                    self.settings.max_attempts
+                ),
+            }));
+            self.finish(server, record, end).await;
+            return;
+        }
+        let stop = Arc::new(Notify::new());
+        self.running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(id.clone(), stop.clone());
+        tracing::info!(task = %id, tool = %record.tool, round = record.round + 1, attempt = record.attempts, "task round started");
+        let mut held = record.clone();
+        let outcome = tokio::select! {
+            end = server.run_task_round(&record) => Some(end),
+            () = stop.notified() => None,
+            () = self.keep_lease(&mut held) => None,
+        };
+        self.running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&id);
+        match outcome {
+            Some(end) => self.finish(server, held, end).await,
+            None => {
+                tracing::info!(task = %id, "task round stopped: the task was cancelled or is no longer this host's")
+            }
+        }
+    }
+
+    /// Renews `held`'s lease while it is this host's and still working;
+    /// returns when it is not (cancelled, ended, taken over).
+    async fn keep_lease(&self, held: &mut TaskRecord) {
+        loop {
+            tokio::time::sleep(CHECK_EVERY).await;
+            let current = match self.store.get(&held.id).await {
+                Ok(Some(current)) => current,
+                Ok(None) => return,
+                // The store is away: keep running; the write at the end
+                // decides whether the outcome still counts.
+                Err(_) => continue,
+            };
+            if !self.holds(&current) {
+                return;
+            }
+            let mut renewed = current;
+            renewed.lease = Some(Lease {
+                holder: self.host.clone(),
+                until_ms: now_ms() + super::millis(LEASE),
+            });
+            if let Ok(true) = self.store.replace(&renewed).await {
+                renewed.version += 1;
+                *held = renewed;
+            }
+        }
+    }
+
+    /// Stops the rounds running here and hands them back to the store, due
+    /// at once, so that another host (or this one, restarted) runs them
+    /// without waiting for their leases to run out. Called when the server
+    /// shuts down; a round handed back does not count as an attempt.
+    pub async fn hand_back(&self) {
+        let running: Vec<(String, Arc<Notify>)> = self
+            .running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .drain()
+            .collect();
+        for (id, stop) in running {
+            stop.notify_one();
+            for _ in 0..super::WRITE_ATTEMPTS {
+                let Ok(Some(mut current)) = self.store.get(&id).await else {
+                    break;
+                };
+                if !self.holds(&current) {
+                    break;
+                }
+                current.lease = None;
+                current.attempts = current.attempts.saturating_sub(1);
+                if let Ok(true) = self.store.replace(&current).await {
+                    tracing::info!(task = %id, "task round handed back");
+                    self.announce(&id, true).await;
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Whether `record` is still working under this host's lease.
+    fn holds(&self, record: &TaskRecord) -> bool {
+        record.status == TaskStatus::Working
+            && record
+                .lease
+                .as_ref()
+                .is_some_and(|lease| lease.holder == self.host)
+    }
+
+    /// Writes what a round made of its task, if the task is still this
+    /// host's; tells listeners and, when a round is due, every host.
+    async fn finish(&self, server: &Server, held: TaskRecord, end: RoundEnd) {
+        let id = held.id.clone();
+        for _ in 0..super::WRITE_ATTEMPTS {
+            let current = match self.store.get(&id).await {
+                Ok(Some(current)) => current,
+                Ok(None) => return,
+                Err(error) => {
+                    tracing::warn!(task = %id, %error, "cannot write a task round's outcome; another host runs the round again");
+                    return;
+                }
+            };
+            if !self.holds(&current) {
+                return;
+            }
+            let mut next = current;
+            let due = match self.apply(server, &mut next, &end) {
+                Ok(due) => due,
+                Err(message) => {
+                    next.status = TaskStatus::Failed;
+                    next.outcome = Some(
+                        serde_json::json!({
+                            "code": crate::protocol::jsonrpc::codes::INTERNAL_ERROR,
+                            "message": message,
+                        })
+                        .to_string(),
+                    );
+                    next.input_requests = None;
+                    next.runnable = false;
+                    false
+                }
+            };
+            next.lease = None;
+            next.updated_at_ms = now_ms();
+            match self.store.replace(&next).await {
+                Ok(true) => {
+                    tracing::info!(task = %id, status = next.status.as_str(), "task round ended");
+                    self.announce(&id, due).await;
+                    return;
+                }
+                Ok(false) => continue,
+                Err(error) => {
+                    tracing::warn!(task = %id, %error, "cannot write a task round's outcome; another host runs the round again");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Changes `record` as `end` says; `Ok(true)` when its next round is
+    /// due at once; `Err` when the result cannot be kept (too large, or the
+    /// state cannot be sealed).
+    fn apply(
+        &self,
+        server: &Server,
+        record: &mut TaskRecord,
+        end: &RoundEnd,
+    ) -> Result<bool, String> {
+        let seal = |payload| {
+            payload::seal(server.sealer().keys(), &record.id, &record.owner, payload)
+                .map_err(|e| e.to_string())
+        };
+        let due = match end {
+            RoundEnd::Completed(result) => {
+                record.status = TaskStatus::Completed;
+                record.outcome = Some(result.to_string());
+                record.runnable = false;
+                false
+            }
+            RoundEnd::Failed(error) => {
+                record.status = TaskStatus::Failed;
+                record.outcome = Some(error.to_string());
+                record.runnable = false;
+                false
+            }
+            RoundEnd::InputRequired { requests, payload } => {
+                record.sealed = seal(payload)?;
+                record.round += 1;
+                record.attempts = 0;
+                record.status = TaskStatus::InputRequired;
+                record.input_requests = Some(requests.to_string());
+                record.runnable = false;
+                false
+            }
+            RoundEnd::Checkpoint(payload) => {
+                record.sealed = seal(payload)?;
+                record.round += 1;
+                record.attempts = 0;
+                record.runnable = true;
+                true
+            }
+            RoundEnd::Deferred => {
+                // Not an attempt: the round never started. Still due, but
+                // left for the next look rather than claimed again at once.
+                record.attempts = record.attempts.saturating_sub(1);
+                false
+            }
+        };
+        if record.payload_bytes() > self.settings.max_task_bytes {
+            return Err(format!(
+                "The task would store more than the {} bytes a task may hold",
+                self.settings.max_task_bytes
+            ));
+        }
+        Ok(due)
+    }
+}
