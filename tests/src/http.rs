@@ -235,6 +235,7 @@ impl Http {
         let mirrored = match method {
             "tools/call" | "prompts/get" => Some("name"),
             "resources/read" => Some("uri"),
+            "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
             _ => None,
         };
         match mirrored.and_then(|field| params.get(field)) {

@@ -505,6 +505,12 @@ impl HttpServer {
         self.proc.wait_timeout(timeout)
     }
 
+    /// Kills the process at once (SIGKILL): a host that dies mid-work.
+    pub fn kill(&mut self) {
+        let _ = self.proc.child.kill();
+        self.proc.wait_timeout(Duration::from_secs(10));
+    }
+
     /// The server's memory so far: resident now, and the most it was ever
     /// resident (Linux's `VmRSS` and `VmHWM`), in KiB.
     pub fn memory(&self) -> Memory {

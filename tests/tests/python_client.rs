@@ -14,6 +14,11 @@
 //! sampling or roots callback, and every test checks both what the callbacks
 //! were asked and that the final result carries their answers.
 //!
+//! The `tasks` tests drive `everything`'s task tools through the tasks
+//! extension, as a client extension of the SDK (`tasks_extension.py`): it
+//! declares the extension, claims the `CreateTaskResult` of `tools/call`, and
+//! polls `tasks/get` (answering with `tasks/update`) until the task ends.
+//!
 //! `tests/clients/python/setup` makes the SDK's virtual environment once per
 //! test binary (it is cached across runs).
 
@@ -190,6 +195,78 @@ fn workspace(transport: Transport, mode: &str) {
     );
 }
 
+/// The steps of the task the report's call became, without the `working`
+/// statuses (how many polls see a task working is a matter of timing).
+fn task_steps(report: &Value) -> Vec<Value> {
+    let steps = report["task"].as_array().expect("a task log");
+    steps
+        .iter()
+        .filter(|step| step["status"] != "working" || step["kind"] == "created")
+        .cloned()
+        .collect()
+}
+
+/// `slow_compute` with the tasks extension declared: a task, created
+/// `working`, polled until `completed`, whose result is the computation's.
+fn task_compute(transport: Transport) {
+    let report = drive(transport, "auto", "task-compute", "everything");
+    assert_negotiated(&report, "auto");
+    assert_eq!(
+        task_steps(&report),
+        [
+            json!({"kind": "created", "tool": "slow_compute", "status": "working"}),
+            json!({"kind": "status", "status": "completed"}),
+        ],
+        "{report:#}"
+    );
+    assert_eq!(report["callbacks"], json!([]), "{report:#}");
+    assert_eq!(
+        report["text"], "Computed \"sdk\" in 1 second(s)",
+        "{report:#}"
+    );
+}
+
+/// `confirm_delete` with the tasks extension declared: the task asks for a
+/// confirmation (`input_required`), the client's elicitation callback
+/// accepts it, `tasks/update` carries the answer, and the task completes.
+fn task_confirm(transport: Transport) {
+    let report = drive(transport, "auto", "task-confirm", "everything");
+    assert_negotiated(&report, "auto");
+    assert_eq!(
+        task_steps(&report),
+        [
+            json!({"kind": "created", "tool": "confirm_delete", "status": "working"}),
+            json!({"kind": "status", "status": "input_required", "inputRequests": ["r2.confirm"]}),
+            json!({"kind": "update", "keys": ["r2.confirm"]}),
+            json!({"kind": "status", "status": "completed"}),
+        ],
+        "{report:#}"
+    );
+    assert_eq!(
+        report["callbacks"],
+        json!([{
+            "kind": "elicitation",
+            "message": "Delete x.txt?",
+            "fields": ["confirm"],
+            "content": {"confirm": true}
+        }]),
+        "{report:#}"
+    );
+    assert_eq!(report["text"], "Deleted x.txt", "{report:#}");
+}
+
+/// A legacy (2025) session cannot declare the extension, so the same call
+/// stays a plain call: no task, and the result all the same.
+fn task_compute_legacy(transport: Transport) {
+    let report = drive(transport, "legacy", "task-compute", "everything");
+    assert_negotiated(&report, "legacy");
+    assert_eq!(report["task"], json!([]), "{report:#}");
+    assert_eq!(
+        report["text"], "Computed \"sdk\" in 1 second(s)",
+        "{report:#}"
+    );
+}
+
 /// Defines a module per transport and mode (`http::auto`, `stdio::legacy`,
 /// ...), each with one test per flow.
 macro_rules! flow_tests {
@@ -227,4 +304,37 @@ macro_rules! flow_tests {
 flow_tests! {
     http: Transport::Http => [auto, legacy];
     stdio: Transport::Stdio => [auto, legacy];
+}
+
+/// The task flows over each transport.
+mod tasks {
+    /// Defines a module per transport with the task tests.
+    macro_rules! task_tests {
+        ($($transport_mod:ident: $transport:expr;)*) => {$(
+            /// The task flows over one transport.
+            mod $transport_mod {
+                use airlock_e2e::sdk_clients::Transport;
+
+                #[test]
+                fn slow_compute() {
+                    super::super::task_compute($transport);
+                }
+
+                #[test]
+                fn confirm_delete() {
+                    super::super::task_confirm($transport);
+                }
+
+                #[test]
+                fn legacy_session_stays_a_plain_call() {
+                    super::super::task_compute_legacy($transport);
+                }
+            }
+        )*};
+    }
+
+    task_tests! {
+        http: Transport::Http;
+        stdio: Transport::Stdio;
+    }
 }

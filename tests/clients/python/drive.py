@@ -10,10 +10,15 @@ stateful session). The flows call a sample tool and answer whatever it asks
 through the client's elicitation, sampling and roots callbacks, with the fixed
 answers below, so the caller can check that the final result used them.
 
+The `task-*` flows declare the tasks extension (`tasks_extension.py`): their
+tool call becomes a task, which the extension polls to its result, answering
+its input requests through the same callbacks.
+
 On success prints one JSON line: the negotiated protocol version, how it was
-negotiated, every callback invocation (what was asked, what was answered) and
-the final tool result. On any failure (including a result with `isError`)
-prints a one-line reason to stderr and exits 1; exits 2 on bad arguments.
+negotiated, every callback invocation (what was asked, what was answered), for
+the task flows every step of the task, and the final tool result. On any
+failure (including a result with `isError`) prints a one-line reason to stderr
+and exits 1; exits 2 on bad arguments.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import mcp_types as types
 from mcp import Client
 from mcp.client import ClientRequestContext
 from mcp.client.stdio import StdioServerParameters
+from tasks_extension import TasksExtension
 
 FLOWS: dict[str, tuple[str, dict[str, Any]]] = {
     "work-items": ("update_work_item", {"workItemId": 4711, "fields": {"State": "Resolved"}}),
@@ -39,8 +45,13 @@ FLOWS: dict[str, tuple[str, dict[str, Any]]] = {
         {"text": "Airlock hosts MCP tools as WebAssembly components, one fresh instance per request."},
     ),
     "workspace": ("list_roots", {}),
+    "task-compute": ("slow_compute", {"seconds": 1, "label": "sdk"}),
+    "task-confirm": ("confirm_delete", {"filename": "x.txt"}),
 }
 """Each flow's tool and arguments."""
+
+TASK_FLOWS = frozenset(flow for flow in FLOWS if flow.startswith("task-"))
+"""The flows whose client declares the tasks extension."""
 
 RESOLUTION = "Duplicate"
 """The answer to the work item's `resolution` form."""
@@ -72,7 +83,7 @@ class Answers:
         if not isinstance(params, types.ElicitRequestFormParams):
             raise RuntimeError(f"unexpected URL elicitation: {params.message}")
         fields = (params.requested_schema or {}).get("properties", {})
-        known: dict[str, Any] = {"resolution": RESOLUTION, "duplicateOf": DUPLICATE_OF, "ok": True}
+        known: dict[str, Any] = {"resolution": RESOLUTION, "duplicateOf": DUPLICATE_OF, "ok": True, "confirm": True}
         content = {name: known[name] for name in fields if name in known}
         if not content:
             raise RuntimeError(f"elicitation form with no known field: {sorted(fields)}")
@@ -109,6 +120,7 @@ async def drive(args: argparse.Namespace, server: str | StdioServerParameters) -
     """Connects, calls the flow's tool, and returns the report to print."""
     tool, arguments = FLOWS[args.flow]
     answers = Answers()
+    tasks = TasksExtension() if args.flow in TASK_FLOWS else None
     client = Client(
         server,
         mode=args.mode,
@@ -116,6 +128,7 @@ async def drive(args: argparse.Namespace, server: str | StdioServerParameters) -
         elicitation_callback=answers.elicit,
         sampling_callback=answers.sample,
         list_roots_callback=answers.roots,
+        extensions=[tasks] if tasks else None,
         client_info=types.Implementation(name="airlock-e2e-python", version="1.0.0"),
     )
     async with client:
@@ -136,6 +149,7 @@ async def drive(args: argparse.Namespace, server: str | StdioServerParameters) -
         "flow": args.flow,
         **negotiated,
         "callbacks": answers.log,
+        "task": tasks.log if tasks else None,
         "text": text,
         "structuredContent": result.structured_content,
         "result": result.model_dump(by_alias=True, mode="json", exclude_none=True),
