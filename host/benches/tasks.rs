@@ -29,9 +29,8 @@
 //! ```
 
 use std::collections::HashSet;
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -44,6 +43,7 @@ use airlock::state::{KeyRing, StateLimits, StateSealer};
 use airlock::tasks::{
     EmbeddedStore, MemoryStore, RedisStore, TaskEvent, TaskRecord, TaskStatus, TaskStore, now_ms,
 };
+use airlock_e2e::RedisServer;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime as Tokio;
@@ -57,77 +57,6 @@ const NO_LIMIT: usize = 1_000_000;
 const CHUNK: u64 = 100;
 /// How many tasks are made at once in `tasks completed`.
 const BATCH: u64 = 200;
-
-fn guest_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("AIRLOCK_GUEST_DIR") {
-        return PathBuf::from(dir);
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    target.join("wasm32-wasip2/release")
-}
-
-/// A `redis-server` of the bench's own, on a free loopback port, without
-/// persistence; stopped when dropped.
-struct RedisServer {
-    process: Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl RedisServer {
-    /// Starts one, or says why not (and returns `None`).
-    fn start() -> Option<RedisServer> {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .ok()?
-            .port();
-        let dir = tempfile::tempdir().ok()?;
-        let process = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .spawn();
-        let process = match process {
-            Ok(process) => process,
-            Err(error) => {
-                eprintln!(
-                    "cannot start redis-server ({error}): skipping the Redis store \
-                     (install it, e.g. apt-get install -y redis-server)"
-                );
-                return None;
-            }
-        };
-        let server = RedisServer {
-            process,
-            port,
-            _dir: dir,
-        };
-        let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if started.elapsed() > Duration::from_secs(30) {
-                eprintln!("redis-server did not listen within 30 s: skipping the Redis store");
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Some(server)
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/0", self.port)
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        let _ = self.process.kill();
-        let _ = self.process.wait();
-    }
-}
 
 /// What keeps a store's backing alive while it is measured.
 enum Backing {
@@ -163,7 +92,20 @@ impl Backend {
     }
 
     fn redis(rt: &Tokio) -> Option<Backend> {
-        let server = RedisServer::start()?;
+        // Without redis-server, the other stores are still measured.
+        let installed = Command::new("redis-server")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success());
+        if !installed {
+            eprintln!(
+                "redis-server is not installed: skipping the Redis store \
+                 (install it, e.g. apt-get install -y redis-server)"
+            );
+            return None;
+        }
+        let server = RedisServer::start();
         let store = rt
             .block_on(RedisStore::connect(&server.url()))
             .expect("connecting to the bench's redis-server");
@@ -486,7 +428,7 @@ fn throughput_benches(
 /// Copies the sample tools into a fresh directory and loads them.
 fn registry(rt: &Tokio, runtime: &Arc<Runtime>, tools: &Path) -> Option<Arc<Registry>> {
     for name in ["everything", "report"] {
-        let from = guest_dir().join(format!("{name}.wasm"));
+        let from = airlock_e2e::paths::component(name);
         if std::fs::copy(&from, tools.join(format!("{name}.wasm"))).is_err() {
             eprintln!(
                 "missing {}: build the guests first (see the bench's doc comment)",

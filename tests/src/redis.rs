@@ -21,6 +21,18 @@ impl RedisServer {
             .and_then(|listener| listener.local_addr())
             .expect("find a free port")
             .port();
+        RedisServer::on(port)
+    }
+
+    /// Stops it and starts an empty one on the same port (a Redis that went
+    /// away and came back).
+    pub fn restart(&mut self) {
+        self.kill();
+        *self = RedisServer::on(self.port);
+    }
+
+    /// Starts one on `port`.
+    fn on(port: u16) -> RedisServer {
         let dir = tempfile::tempdir().expect("create a directory for redis-server");
         let process = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])

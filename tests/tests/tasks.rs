@@ -416,21 +416,38 @@ fn tasks_expire_after_their_ttl_and_are_bounded_per_caller() {
     );
 }
 
+/// The options of a host keeping its tasks in `store` (a file path or a
+/// Redis URL), with a key ring of one key in `dir` shared by every host
+/// made from the same `dir`.
+fn shared_store_args(dir: &std::path::Path, store: &str) -> Vec<String> {
+    let keys = dir.join("state.keys");
+    if !keys.exists() {
+        let (status, key, _) = airlock_e2e::run_airlock(&["keygen"]);
+        assert!(status.success());
+        std::fs::write(&keys, key).unwrap();
+    }
+    vec![
+        "--task-store".to_owned(),
+        store.to_owned(),
+        "--state-keys-file".to_owned(),
+        keys.to_str().unwrap().to_owned(),
+    ]
+}
+
+/// A host keeping its tasks in the file `tasks.redb` of `dir`, with `more`
+/// options.
+fn serve_on_file(dir: &std::path::Path, more: &[&str]) -> HttpServer {
+    let store = dir.join("tasks.redb");
+    let mut args = shared_store_args(dir, store.to_str().unwrap());
+    args.extend(more.iter().map(|arg| (*arg).to_owned()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    serve(&args)
+}
+
 #[test]
 fn a_task_survives_a_restart_of_its_host() {
     let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("tasks.redb");
-    let keys = dir.path().join("state.keys");
-    let (status, key, _) = airlock_e2e::run_airlock(&["keygen"]);
-    assert!(status.success());
-    std::fs::write(&keys, key).unwrap();
-    let args = [
-        "--task-store",
-        store.to_str().unwrap(),
-        "--state-keys-file",
-        keys.to_str().unwrap(),
-    ];
-    let mut first = serve(&args);
+    let mut first = serve_on_file(dir.path(), &[]);
     let client = first.client();
     let waiting = create(&client, "confirm_delete", json!({"filename": "plan.txt"}));
     wait_status(&client, &waiting, "input_required");
@@ -441,7 +458,7 @@ fn a_task_survives_a_restart_of_its_host() {
     );
     first.wait_for_log("task round started");
     first.kill();
-    let second = serve(&args);
+    let second = serve_on_file(dir.path(), &[]);
     let client = second.client();
     let asking = get(&client, &waiting);
     let key = asking["inputRequests"]
@@ -467,21 +484,9 @@ fn a_task_survives_a_restart_of_its_host() {
 
 /// Three hosts with one key ring, sharing tasks through one Redis.
 fn fleet(redis: &RedisServer, dir: &std::path::Path) -> Vec<HttpServer> {
-    let keys = dir.join("state.keys");
-    let (status, key, _) = airlock_e2e::run_airlock(&["keygen"]);
-    assert!(status.success());
-    std::fs::write(&keys, key).unwrap();
-    let url = redis.url();
-    (0..3)
-        .map(|_| {
-            serve(&[
-                "--task-store",
-                &url,
-                "--state-keys-file",
-                keys.to_str().unwrap(),
-            ])
-        })
-        .collect()
+    let args = shared_store_args(dir, &redis.url());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    (0..3).map(|_| serve(&args)).collect()
 }
 
 /// Which of `hosts` started a round of task `id` (waits for one to).
@@ -560,18 +565,7 @@ fn a_fleet_loses_no_task_when_a_host_dies() {
 #[test]
 fn a_host_that_stops_hands_its_rounds_back() {
     let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("tasks.redb");
-    let keys = dir.path().join("state.keys");
-    let (status, key, _) = airlock_e2e::run_airlock(&["keygen"]);
-    assert!(status.success());
-    std::fs::write(&keys, key).unwrap();
-    let args = [
-        "--task-store",
-        store.to_str().unwrap(),
-        "--state-keys-file",
-        keys.to_str().unwrap(),
-    ];
-    let mut first = serve(&args);
+    let mut first = serve_on_file(dir.path(), &[]);
     let id = create(
         &first.client(),
         "slow_compute",
@@ -585,7 +579,7 @@ fn a_host_that_stops_hands_its_rounds_back() {
         "{}",
         first.stderr()
     );
-    let second = serve(&args);
+    let second = serve_on_file(dir.path(), &[]);
     let done = wait_status(&second.client(), &id, "completed");
     assert!(result_text(&done).contains("handed"), "{done}");
     // Handed back, the round starts again as its first attempt (a round
@@ -616,20 +610,8 @@ fn a_task_over_its_byte_limit_is_refused() {
 #[test]
 fn a_round_that_keeps_losing_its_host_fails_clearly() {
     let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("tasks.redb");
-    let keys = dir.path().join("state.keys");
-    let (status, key, _) = airlock_e2e::run_airlock(&["keygen"]);
-    assert!(status.success());
-    std::fs::write(&keys, key).unwrap();
-    let args = [
-        "--task-store",
-        store.to_str().unwrap(),
-        "--state-keys-file",
-        keys.to_str().unwrap(),
-        "--max-task-attempts",
-        "1",
-    ];
-    let mut first = serve(&args);
+    let once = ["--max-task-attempts", "1"];
+    let mut first = serve_on_file(dir.path(), &once);
     let id = create(
         &first.client(),
         "slow_compute",
@@ -637,7 +619,7 @@ fn a_round_that_keeps_losing_its_host_fails_clearly() {
     );
     first.wait_for_log("task round started");
     first.kill();
-    let second = serve(&args);
+    let second = serve_on_file(dir.path(), &once);
     let failed = wait_status(&second.client(), &id, "failed");
     assert!(
         failed["error"]["message"]

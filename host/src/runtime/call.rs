@@ -202,7 +202,7 @@ impl Runtime {
         } else {
             component.policy.limits.timeout
         };
-        self.invoke_within(component, export, name.clone(), params, events, timeout)
+        self.invoke(component, export, name.clone(), params, events, timeout)
             .await
     }
 
@@ -217,7 +217,8 @@ impl Runtime {
     ) -> Result<wit_prompts::PromptOutcome, CallError> {
         let export = component.exports.get_prompt;
         let params = (&*name, arguments, round);
-        self.invoke(component, export, name.clone(), params, events)
+        let timeout = component.policy.limits.timeout;
+        self.invoke(component, export, name.clone(), params, events, timeout)
             .await
     }
 
@@ -232,7 +233,8 @@ impl Runtime {
     ) -> Result<wit_resources::ReadOutcome, CallError> {
         let export = component.exports.read_resource;
         let params = (&*uri, template, round);
-        self.invoke(component, export, uri.clone(), params, events)
+        let timeout = component.policy.limits.timeout;
+        self.invoke(component, export, uri.clone(), params, events, timeout)
             .await
     }
 
@@ -250,34 +252,23 @@ impl Runtime {
             wit_completions::CompletionTarget::ResourceTemplate(uri) => uri.as_str().into(),
         };
         Some(
-            self.invoke(component, export, label, (request,), None)
-                .await,
+            self.invoke(
+                component,
+                export,
+                label,
+                (request,),
+                None,
+                component.policy.limits.timeout,
+            )
+            .await,
         )
     }
 
     /// Calls one export of a fresh instance of `component` with `params`,
-    /// within the component's deadline. `label` names the call in logs. The
-    /// export's types must be the ones `Lookups::load` checked for it (see
-    /// [`CheckedComponent`]).
+    /// within `timeout` (the component's deadline, or a task round's).
+    /// `label` names the call in logs. The export's types must be the ones
+    /// `Lookups::load` checked for it (see [`CheckedComponent`]).
     async fn invoke<P, O>(
-        &self,
-        component: &CheckedComponent,
-        export: Option<ComponentExportIndex>,
-        label: Arc<str>,
-        params: P,
-        events: Option<EventSink>,
-    ) -> Result<O, CallError>
-    where
-        P: ComponentNamedList + Lower + Send + Sync,
-        O: Lift + Outcome + Send + Sync + 'static,
-    {
-        let timeout = component.policy.limits.timeout;
-        self.invoke_within(component, export, label, params, events, timeout)
-            .await
-    }
-
-    /// [`invoke`](Self::invoke) within `timeout`.
-    async fn invoke_within<P, O>(
         &self,
         component: &CheckedComponent,
         export: Option<ComponentExportIndex>,

@@ -31,7 +31,7 @@ use redb::{
 };
 use tokio::sync::broadcast;
 
-use super::store::{EVENT_BUFFER, Lease, StoreError, TaskEvent, TaskRecord, TaskStore, now_ms};
+use super::store::{LocalEvents, StoreError, TaskEvent, TaskRecord, TaskStore, now_ms};
 
 /// id → the record, as JSON.
 const TASKS: TableDefinition<&str, &[u8]> = TableDefinition::new("tasks");
@@ -46,7 +46,7 @@ const EXPIRY: TableDefinition<(u64, &str), ()> = TableDefinition::new("expiry");
 pub struct EmbeddedStore {
     database: Arc<Database>,
     path: PathBuf,
-    events: broadcast::Sender<TaskEvent>,
+    events: LocalEvents,
 }
 
 impl EmbeddedStore {
@@ -79,7 +79,7 @@ impl EmbeddedStore {
         Ok(EmbeddedStore {
             database: Arc::new(database),
             path: path.to_owned(),
-            events: broadcast::channel(EVENT_BUFFER).0,
+            events: LocalEvents::default(),
         })
     }
 
@@ -302,10 +302,7 @@ impl TaskStore for EmbeddedStore {
                 let Some(stored) = tables.first_claimable(now_ms)? else {
                     return Ok(None);
                 };
-                let mut task = stored.clone();
-                task.lease = Some(Lease { holder, until_ms });
-                task.attempts += 1;
-                task.version += 1;
+                let task = stored.claimed(&holder, until_ms);
                 tables.write(&task, Some(&stored))?;
                 Ok(Some(task))
             })
@@ -313,9 +310,7 @@ impl TaskStore for EmbeddedStore {
     }
 
     fn publish(&self, event: TaskEvent) -> BoxFuture<'_, Result<(), StoreError>> {
-        // No receivers is not an error: nobody is waiting.
-        let _ = self.events.send(event);
-        Box::pin(std::future::ready(Ok(())))
+        self.events.publish(event)
     }
 
     fn events(&self) -> broadcast::Receiver<TaskEvent> {

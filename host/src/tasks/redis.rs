@@ -510,80 +510,10 @@ impl TaskStore for RedisStore {
 
 #[cfg(test)]
 mod tests {
-    use std::net::{TcpListener, TcpStream};
-    use std::process::{Child, Command, Stdio};
+    use airlock_e2e::RedisServer as Server;
 
     use super::super::store::{TaskStatus, contract};
     use super::*;
-
-    /// A `redis-server` of its own, on a free port, killed when dropped.
-    struct Server {
-        process: Child,
-        port: u16,
-        _dir: tempfile::TempDir,
-    }
-
-    impl Server {
-        fn start() -> Server {
-            let port = TcpListener::bind("127.0.0.1:0")
-                .and_then(|l| l.local_addr())
-                .unwrap()
-                .port();
-            Server::on(port)
-        }
-
-        fn on(port: u16) -> Server {
-            let dir = tempfile::tempdir().unwrap();
-            let process = Command::new("redis-server")
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                .args(["--save", "", "--appendonly", "no"])
-                .arg("--dir")
-                .arg(dir.path())
-                .stdout(Stdio::null())
-                .spawn()
-                .unwrap_or_else(|e| {
-                    panic!(
-                        "cannot start redis-server ({e}): the Redis store's tests need it; \
-                         install it (apt-get install -y redis-server; scripts/test does)"
-                    )
-                });
-            let server = Server {
-                process,
-                port,
-                _dir: dir,
-            };
-            let started = std::time::Instant::now();
-            while TcpStream::connect(("127.0.0.1", port)).is_err() {
-                assert!(
-                    started.elapsed().as_secs() < 30,
-                    "redis-server did not start"
-                );
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            server
-        }
-
-        fn url(&self) -> String {
-            format!("redis://127.0.0.1:{}/0", self.port)
-        }
-
-        /// Stops it, and a new one starts on the same port.
-        fn restart(&mut self) {
-            self.kill();
-            *self = Server::on(self.port);
-        }
-
-        fn kill(&mut self) {
-            let _ = self.process.kill();
-            let _ = self.process.wait();
-        }
-    }
-
-    impl Drop for Server {
-        fn drop(&mut self) {
-            self.kill();
-        }
-    }
 
     async fn next_event(events: &mut broadcast::Receiver<TaskEvent>) -> TaskEvent {
         tokio::time::timeout(Duration::from_secs(30), events.recv())

@@ -119,6 +119,19 @@ impl TaskRecord {
             + self.status_message.as_ref().map_or(0, String::len)
     }
 
+    /// The record as claimed by `holder` until `until_ms`: leased, one more
+    /// attempt of its round, one more version.
+    pub fn claimed(&self, holder: &str, until_ms: u64) -> TaskRecord {
+        let mut task = self.clone();
+        task.lease = Some(Lease {
+            holder: holder.to_owned(),
+            until_ms,
+        });
+        task.attempts += 1;
+        task.version += 1;
+        task
+    }
+
     /// Whether a host may claim its next round at `now_ms`: due, not
     /// expired, and not leased (or its lease has run out).
     pub fn claimable(&self, now_ms: u64) -> bool {
@@ -215,20 +228,34 @@ pub trait TaskStore: Send + Sync + 'static {
 /// missed some and looks again.
 pub const EVENT_BUFFER: usize = 1024;
 
-/// Tasks in this process's memory: for one process that need not keep its
-/// tasks across a restart (stdio, tests).
-pub struct MemoryStore {
-    tasks: Mutex<HashMap<String, TaskRecord>>,
-    events: broadcast::Sender<TaskEvent>,
+/// Events heard in this process only: for stores one host uses alone.
+pub struct LocalEvents(broadcast::Sender<TaskEvent>);
+
+impl Default for LocalEvents {
+    fn default() -> Self {
+        LocalEvents(broadcast::channel(EVENT_BUFFER).0)
+    }
 }
 
-impl Default for MemoryStore {
-    fn default() -> Self {
-        MemoryStore {
-            tasks: Mutex::default(),
-            events: broadcast::channel(EVENT_BUFFER).0,
-        }
+impl LocalEvents {
+    /// Tells every receiver; having none is not an error (nobody waits).
+    pub fn publish(&self, event: TaskEvent) -> BoxFuture<'static, Result<(), StoreError>> {
+        let _ = self.0.send(event);
+        Box::pin(std::future::ready(Ok(())))
     }
+
+    /// What is published from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<TaskEvent> {
+        self.0.subscribe()
+    }
+}
+
+/// Tasks in this process's memory: for one process that need not keep its
+/// tasks across a restart (stdio, tests).
+#[derive(Default)]
+pub struct MemoryStore {
+    tasks: Mutex<HashMap<String, TaskRecord>>,
+    events: LocalEvents,
 }
 
 impl MemoryStore {
@@ -302,21 +329,14 @@ impl TaskStore for MemoryStore {
             .values_mut()
             .find(|t| t.claimable(now_ms))
             .map(|task| {
-                task.lease = Some(Lease {
-                    holder: holder.to_owned(),
-                    until_ms,
-                });
-                task.attempts += 1;
-                task.version += 1;
+                *task = task.claimed(holder, until_ms);
                 task.clone()
             });
         Box::pin(std::future::ready(Ok(claimed)))
     }
 
     fn publish(&self, event: TaskEvent) -> BoxFuture<'_, Result<(), StoreError>> {
-        // No receivers is not an error: nobody is waiting.
-        let _ = self.events.send(event);
-        Box::pin(std::future::ready(Ok(())))
+        self.events.publish(event)
     }
 
     fn events(&self) -> broadcast::Receiver<TaskEvent> {
