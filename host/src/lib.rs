@@ -13,6 +13,7 @@ pub mod inspect;
 pub mod legacy;
 pub mod live;
 pub mod logging;
+pub mod metrics;
 pub mod policy;
 pub mod protocol;
 pub mod registry;

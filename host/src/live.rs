@@ -132,6 +132,7 @@ async fn reload(server: &Server, runtime: &Arc<Runtime>, options: &LiveOptions) 
 }
 
 fn refused(error: &anyhow::Error) {
+    crate::metrics::reload_refused();
     tracing::error!("reload refused, still serving the previous set: {error:#}");
 }
 

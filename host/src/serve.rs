@@ -8,16 +8,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use axum::Router;
 
 use crate::auth::{AuthSettings, Authenticator};
 use crate::legacy::{BridgeSettings, Legacy, Sessions};
 use crate::live::{self, LiveOptions};
+use crate::metrics::server as metrics;
 use crate::policy::ProtectedPaths;
 use crate::protocol::tasks::{TaskSettings, Tasks};
 use crate::protocol::{ProtocolSettings, Server};
 use crate::registry::Registry;
 use crate::sandbox::SandboxSettings;
-use crate::state::{InMemoryRedemptions, KeyRing, StateLimits, StateSealer};
+use crate::state::{
+    InMemoryRedemptions, KeyRing, RedemptionStore, RedisRedemptions, StateLimits, StateSealer,
+};
 use crate::tasks::{EmbeddedStore, MemoryStore, RedisStore, TaskStore};
 use crate::transport::http::ConnectionLimits;
 use crate::transport::{http, stdio};
@@ -59,9 +63,9 @@ pub struct ServeConfig {
     pub max_body_bytes: usize,
     /// How long a requestState stays valid.
     pub state_ttl: Duration,
-    /// With `Some(capacity)`, each requestState opens once, and at most
-    /// `capacity` redeemed ids are remembered at once.
-    pub single_use_capacity: Option<usize>,
+    /// With `Some`, each requestState opens once; the record of the
+    /// redeemed ones is kept there.
+    pub single_use: Option<SingleUseStore>,
     /// File of state keys, one per line; without it, [`STATE_KEYS_ENV`] or
     /// a random key of this process.
     pub state_keys_file: Option<PathBuf>,
@@ -84,6 +88,8 @@ pub struct ServeConfig {
     pub task_store: TaskStoreChoice,
     /// Tasks' lifetime and limits.
     pub tasks: TaskSettings,
+    /// Where Prometheus metrics are served; `None` keeps none.
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// Where tasks are kept.
@@ -121,6 +127,47 @@ impl TaskStoreChoice {
                     .await
                     .context("cannot connect to the task store")?,
             ),
+        })
+    }
+}
+
+/// Where single-use mode records the redeemed requestState ids.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SingleUseStore {
+    /// In this process's memory, at most `capacity` ids at once: replays
+    /// sent to another process are not refused.
+    Memory {
+        /// The most ids remembered at once.
+        capacity: usize,
+    },
+    /// In Redis at this URL, shared by every host that names it.
+    Redis(String),
+}
+
+impl SingleUseStore {
+    /// Opens (or connects to) the record, and logs which one is used.
+    async fn open(&self) -> anyhow::Result<Arc<dyn RedemptionStore>> {
+        Ok(match self {
+            SingleUseStore::Memory { capacity } => {
+                tracing::info!(
+                    capacity,
+                    "single-use requestState: each token opens once; used ids are remembered in this \
+                     process only, so behind a load balancer a replay to another process is not refused \
+                     (share them with --single-use-store redis://...)"
+                );
+                Arc::new(InMemoryRedemptions::new(*capacity))
+            }
+            SingleUseStore::Redis(url) => {
+                let store = RedisRedemptions::connect(url)
+                    .await
+                    .context("cannot connect to the single-use store")?;
+                tracing::info!(
+                    store = store.describe(),
+                    "single-use requestState: each token opens once across every process sharing \
+                     this Redis; while it cannot be reached, retried rounds are refused (fail closed)"
+                );
+                Arc::new(store)
+            }
         })
     }
 }
@@ -250,13 +297,8 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         tracing::warn!(dir = %config.tools.display(), "nothing loaded: drop components (*.wasm) into this directory");
     }
     let mut sealer = StateSealer::new(keys, config.state_ttl, StateLimits::default());
-    if let Some(capacity) = config.single_use_capacity {
-        sealer = sealer.with_redemption_store(Arc::new(InMemoryRedemptions::new(capacity)));
-        tracing::info!(
-            capacity,
-            "single-use requestState: each token opens once; used ids are remembered in this \
-             process only, so behind a load balancer a replay to another process is not refused"
-        );
+    if let Some(store) = &config.single_use {
+        sealer = sealer.with_redemption_store(store.open().await?);
     }
     let task_store = config.task_store.open().await?;
     let tasks = Arc::new(Tasks::new(task_store, config.tasks.clone()));
@@ -272,7 +314,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let _stop_tasks = AbortOnDrop(tokio::spawn(tasks.clone().run(server.clone())));
     let updates = live::spawn(
         server.clone(),
-        runtime,
+        runtime.clone(),
         LiveOptions {
             dir: config.tools.clone(),
             cache_dir: config.cache_dir.clone(),
@@ -284,6 +326,8 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let legacy = Arc::new(Legacy::new(server.clone(), config.bridge.clone()));
     let address = match config.transport {
         Transport::Stdio => {
+            let routes = Router::new();
+            let _metrics = metrics::start(config.metrics_listen, &server, &runtime, routes).await?;
             tracing::info!("serving MCP on stdio");
             let served = stdio::serve(server, legacy, config.max_body_bytes).await;
             tasks.hand_back().await;
@@ -301,6 +345,12 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         .map(|host| (*host).to_owned())
         .chain(config.allowed_hosts.iter().cloned())
         .collect();
+    // What /healthz and /readyz report, on any listener that mounts
+    // `http::health_routes`; drained first when shutting down.
+    let health = Arc::new(http::Health::new(
+        server.clone(),
+        config.connections.readiness_timeout,
+    ));
     let settings = http::HttpSettings {
         admission: http::Admission {
             allowed_hosts,
@@ -311,17 +361,12 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         limits: config.connections,
         sessions: Sessions::new(config.max_sessions, config.session_idle_timeout),
         legacy,
+        health: health.clone(),
     };
+    let health_routes = http::health_routes(health.clone());
+    let _metrics = metrics::start(config.metrics_listen, &server, &runtime, health_routes).await?;
     tracing::info!("listening on http://{address}/mcp");
-    let shutdown = {
-        let server = server.clone();
-        async move {
-            shutdown_signal().await;
-            tracing::info!("shutting down: finishing the requests in flight");
-            server.shut_down();
-        }
-    };
-    let served = http::serve(server, settings, listener, shutdown).await;
+    let served = http::serve(server, settings, listener, shutdown_signal()).await;
     tasks.hand_back().await;
     served.context("HTTP transport failed")
 }

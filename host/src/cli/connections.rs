@@ -1,4 +1,5 @@
-//! HTTP connection options: timeouts and the cap on open connections.
+//! HTTP connection options: timeouts, the cap on open connections, the
+//! graceful shutdown and the readiness probe.
 
 use std::time::Duration;
 
@@ -30,6 +31,21 @@ pub struct ConnectionOptions {
     #[arg(long, value_name = "N", default_value_t = 1024,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_connections: u32,
+    /// On SIGTERM or Ctrl-C, how long to keep serving with /readyz answering 503 (and every
+    /// response closing its connection) before no longer accepting connections: the time load
+    /// balancers take to stop sending requests here (a few seconds in Kubernetes).
+    #[arg(long, value_name = "DURATION", default_value = "0s",
+          value_parser = values::duration(Duration::ZERO))]
+    pub shutdown_drain_delay: Duration,
+    /// After the drain delay, how long the requests in flight have to finish; those still running
+    /// are then cut, and the server exits.
+    #[arg(long, value_name = "DURATION", default_value = "30s",
+          value_parser = values::duration(Duration::ZERO))]
+    pub shutdown_timeout: Duration,
+    /// How long /readyz waits for the task store to answer before answering 503.
+    #[arg(long, value_name = "DURATION", default_value = "1s",
+          value_parser = values::duration(MIN_TIMEOUT))]
+    pub readiness_timeout: Duration,
 }
 
 impl ConnectionOptions {
@@ -40,6 +56,9 @@ impl ConnectionOptions {
             body_timeout: self.http_body_timeout,
             idle_timeout: self.http_idle_timeout,
             max_connections: self.max_connections,
+            drain_delay: self.shutdown_drain_delay,
+            shutdown_timeout: self.shutdown_timeout,
+            readiness_timeout: self.readiness_timeout,
         }
     }
 }

@@ -7,13 +7,14 @@ use std::time::Duration;
 use super::access::AccessOptions;
 use super::connections::ConnectionOptions;
 use super::legacy::LegacyOptions;
+use super::metrics::MetricsOptions;
 use super::sandbox::{SandboxOptions, saturate};
 use super::tasks::TaskOptions;
 use super::values;
 use crate::protocol::ProtocolSettings;
 use crate::registry;
 use crate::runtime::RuntimeLimits;
-use crate::serve::{ServeConfig, TaskStoreChoice, Transport};
+use crate::serve::{ServeConfig, SingleUseStore, TaskStoreChoice, Transport};
 use crate::state::DEFAULT_REDEMPTION_CAPACITY;
 
 /// The heading of the options about calls and their rounds.
@@ -86,9 +87,15 @@ pub struct ServeOptions {
     pub state_keys_file: Option<PathBuf>,
     /// Make each requestState redeemable once: a replayed token is refused. Off by default: a
     /// client that loses the answer to a round (network failure) cannot retry it and must restart
-    /// the request. Ids are remembered in this process only.
+    /// the request. Ids are remembered in this process only, unless --single-use-store is given.
     #[arg(long, help_heading = STATE)]
     pub single_use_state: bool,
+    /// Record redeemed requestState ids in Redis at this URL (`redis://HOST:PORT/DB`), shared by
+    /// every process of a fleet that names it, so a token opened on one is refused on all. Implies
+    /// --single-use-state. While Redis cannot be reached, retried rounds are refused.
+    #[arg(long, value_name = "URL", help_heading = STATE, value_parser = single_use_store,
+          conflicts_with = "single_use_capacity")]
+    pub single_use_store: Option<String>,
     /// Most redeemed requestState ids remembered at once with --single-use-state (they are
     /// forgotten when their token expires); when full, retried rounds are refused until some
     /// expire.
@@ -109,6 +116,9 @@ pub struct ServeOptions {
     /// Tasks: their store, lifetime and limits.
     #[command(flatten)]
     pub tasks: TaskOptions,
+    /// Prometheus metrics.
+    #[command(flatten)]
+    pub metrics: MetricsOptions,
 }
 
 impl ServeOptions {
@@ -148,9 +158,12 @@ impl ServeOptions {
             bridge: self.legacy.bridge(),
             max_body_bytes: saturate(self.max_body),
             state_ttl: self.state_ttl,
-            single_use_capacity: self
-                .single_use_state
-                .then(|| saturate(self.single_use_capacity)),
+            single_use: match self.single_use_store {
+                Some(url) => Some(SingleUseStore::Redis(url)),
+                None => self.single_use_state.then(|| SingleUseStore::Memory {
+                    capacity: saturate(self.single_use_capacity),
+                }),
+            },
             state_keys_file: self.state_keys_file,
             tokens_file: self.access.tokens_file.clone(),
             auth: self.access.auth(),
@@ -161,6 +174,16 @@ impl ServeOptions {
             session_idle_timeout: self.legacy.session_idle_timeout,
             task_store,
             tasks: self.tasks.settings(),
+            metrics_listen: self.metrics.metrics_listen,
         }
+    }
+}
+
+/// A `redis://` URL (`rediss://` too, for the clear refusal at start).
+fn single_use_store(text: &str) -> Result<String, String> {
+    if text.starts_with("redis://") || text.starts_with("rediss://") {
+        Ok(text.to_owned())
+    } else {
+        Err("the single-use store must be a redis://HOST:PORT/DB URL".to_owned())
     }
 }

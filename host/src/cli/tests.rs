@@ -15,7 +15,7 @@ use clap::CommandFactory;
 use super::*;
 use crate::legacy::BridgeSettings;
 use crate::runtime::RuntimeLimits;
-use crate::serve::{ServeConfig, Transport};
+use crate::serve::{ServeConfig, SingleUseStore, Transport};
 use crate::transport::http::ConnectionLimits;
 
 fn args(args: &[&str]) -> Vec<OsString> {
@@ -95,7 +95,7 @@ fn the_defaults_are_the_libraries_defaults() {
     assert_eq!(config.tools, Path::new("tools"));
     assert_eq!(config.max_body_bytes, 4 << 20);
     assert_eq!(config.state_ttl, Duration::from_secs(600));
-    assert_eq!(config.single_use_capacity, None);
+    assert_eq!(config.single_use, None);
     assert_eq!(config.reload_every, Some(Duration::from_millis(500)));
     assert_eq!(config.relist_every, Duration::from_secs(1));
     assert_eq!(config.max_sessions, 1024);
@@ -183,11 +183,47 @@ fn bad_values_are_refused_when_parsed() {
         (&["--allowed-origin", "https://app.example.com/"], "no path"),
         (&["--listen", "localhost"], "invalid socket address"),
         (&["--single-use-capacity", "5"], "--single-use-state"),
+        (
+            &["--single-use-store", "cache:6379"],
+            "redis://HOST:PORT/DB",
+        ),
+        (
+            &[
+                "--single-use-store",
+                "redis://cache:6379/0",
+                "--single-use-capacity",
+                "5",
+            ],
+            "cannot be used with",
+        ),
         (&["--call-timeout-ms", "1000"], "unexpected argument"),
     ] {
         let message = refusal(list);
         assert!(message.contains(expected), "{list:?}: {message}");
     }
+}
+
+#[test]
+fn single_use_is_kept_in_memory_or_in_the_redis_named() {
+    assert_eq!(
+        serve(&["--single-use-state", "--single-use-capacity", "7"]).single_use,
+        Some(SingleUseStore::Memory { capacity: 7 })
+    );
+    let shared = Some(SingleUseStore::Redis("redis://cache:6379/1".to_owned()));
+    // The store implies single use, with or without --single-use-state.
+    assert_eq!(
+        serve(&["--single-use-store", "redis://cache:6379/1"]).single_use,
+        shared
+    );
+    assert_eq!(
+        serve(&[
+            "--single-use-state",
+            "--single-use-store",
+            "redis://cache:6379/1"
+        ])
+        .single_use,
+        shared
+    );
 }
 
 #[test]
@@ -234,7 +270,7 @@ fn the_file_fills_in_what_the_command_line_does_not_give() {
     assert_eq!(config.sandbox.limits.max_memory_bytes, 16 << 20);
     assert_eq!(config.allowed_hosts, ["a.example", "b.example"]);
     assert_eq!(config.transport, Transport::Stdio);
-    assert!(config.single_use_capacity.is_some());
+    assert!(config.single_use.is_some());
     assert_eq!(config.protocol.max_rounds, 7);
     // Command line over file, a list included (not merged with the file's).
     let config = serve(&[

@@ -156,6 +156,7 @@ impl Session {
         let key = Value::from(id).to_string();
         let (answer, answered) = oneshot::channel();
         lock(&self.awaited).insert(key.clone(), answer);
+        let _waiting = crate::metrics::bridged_request_waiting();
         let _forget = Forget {
             session: self,
             key: &key,

@@ -72,6 +72,7 @@ impl Sessions {
             }
         }
         open.insert(session.id().to_owned(), session);
+        crate::metrics::sessions_open(open.len());
         Ok(())
     }
 
@@ -94,6 +95,7 @@ impl Sessions {
         };
         session.close();
         open.remove(id);
+        crate::metrics::sessions_open(open.len());
         true
     }
 
@@ -115,6 +117,7 @@ impl Sessions {
             }
             !expired
         });
+        crate::metrics::sessions_open(open.len());
         before - open.len()
     }
 
@@ -124,6 +127,7 @@ impl Sessions {
         for (_, session) in self.lock().drain() {
             session.stop_waiting();
         }
+        crate::metrics::sessions_open(0);
     }
 
     /// How many sessions are open.

@@ -25,6 +25,7 @@ use super::resources::ResourceRead;
 use super::subscriptions::{self, ServerChange, Subscriptions};
 use super::tasks::{self, Tasks};
 use super::tools::ToolCall;
+use crate::metrics;
 use crate::registry::Registry;
 use crate::runtime::Runtime;
 use crate::state::StateSealer;
@@ -92,7 +93,9 @@ impl Server {
         record: &crate::tasks::TaskRecord,
     ) -> tasks::RoundEnd {
         let catalog = self.catalog();
-        tasks::run_round(self.services(), &catalog, record).await
+        let end = tasks::run_round(self.services(), &catalog, record).await;
+        metrics::task_round(end.outcome());
+        end
     }
 
     /// The registry being served now.
@@ -230,13 +233,18 @@ impl Server {
         context: RequestContext<'_>,
         notifier: Option<&Notifier>,
     ) -> Answer {
-        match self.route(request, context, notifier).await {
+        let started = metrics::started();
+        let answer = match self.route(request, context, notifier).await {
             Ok(answer) => answer,
             Err(error) => {
                 tracing::debug!(method = %request.method, code = error.code, message = %error.message, "request failed");
                 Answer::Error(error)
             }
+        };
+        if let Some(started) = started {
+            metrics::operation(started, request, &answer, &self.registry());
         }
+        answer
     }
 
     async fn route(

@@ -136,7 +136,10 @@ impl Settled {
 /// Why an encoding failed, in the words of the call error it amounts to.
 pub(super) fn output_failure(error: EncodeError) -> String {
     match error {
-        EncodeError::TooLarge { limit } => CallError::OutputTooLarge { limit }.to_string(),
+        EncodeError::TooLarge { limit } => {
+            crate::metrics::limit_hit(crate::metrics::Limit::Output);
+            CallError::OutputTooLarge { limit }.to_string()
+        }
         EncodeError::Invalid(why) => format!("it returned an invalid outcome: {why}"),
     }
 }
@@ -191,7 +194,10 @@ pub(super) async fn run_round<M: RoundMethod>(
     };
     let limit = method.max_output_bytes();
     Ok(match method.settle(services, name, outcome, limit) {
-        Settled::Complete(complete) => Answer::Complete(complete),
+        Settled::Complete(complete) => {
+            crate::metrics::request_completed(number);
+            Answer::Complete(complete)
+        }
         Settled::Answer(answer) => answer,
         Settled::Failed(why) => failed(&method, target, why),
         Settled::InputRequired(input) => {
@@ -242,6 +248,7 @@ fn open_round<'b>(
         Some(Value::String(token)) => {
             let binding = binding();
             let opened = services.sealer.open(token, &binding).map_err(|e| {
+                    crate::metrics::state_refused(&e);
                     if !e.is_client_error() {
                         // Single-use mode could not record the token: fail closed.
                         tracing::warn!(kind = target.kind, name = target.name, principal = binding.principal, reason = %e, "requestState not checked");
@@ -299,7 +306,10 @@ fn input_required(
     };
     let request_state = match services.sealer.seal(binding, round, input.state.as_deref()) {
         Ok(token) => token,
-        Err(error) => return Ok(Err(error.to_string())),
+        Err(error) => {
+            crate::metrics::state_refused(&error);
+            return Ok(Err(error.to_string()));
+        }
     };
     Ok(Ok(InputRequired {
         requests,

@@ -356,6 +356,11 @@ impl Registry {
         Ok(registry)
     }
 
+    /// How many components are loaded.
+    pub fn component_count(&self) -> usize {
+        self.components.len()
+    }
+
     /// Every tool, ordered by component file name, then in the order the
     /// component listed them.
     pub fn tools(&self) -> &[ToolEntry] {

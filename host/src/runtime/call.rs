@@ -33,6 +33,7 @@ use super::events::EventSink;
 use super::output::Outcome;
 use super::stderr::StderrTail;
 use super::store::{CallState, CallStore};
+use crate::metrics;
 use crate::policy::{CallLimits, Policy};
 
 impl Runtime {
@@ -292,19 +293,25 @@ impl Runtime {
                     .await
                     .ok()
                     .and_then(Result::ok)
-                    .ok_or(CallError::Timeout { limit: timeout })?,
+                    .ok_or(CallError::Timeout { limit: timeout })
+                    .inspect_err(metrics::call_failed)?,
             ),
         };
-        let permit = self.permit(deadline, Some(timeout)).await?;
+        let permit = self
+            .permit(deadline, Some(timeout))
+            .await
+            .inspect_err(metrics::call_failed)?;
         let mut call =
             self.new_store(label, deadline, events, Some((&component.source, policy)))?;
         call.limits.timeout = timeout;
         let store = &mut call.store;
         let result = within(deadline, async {
+            let started = metrics::started();
             let func = component
                 .instantiate::<P, O>(&mut *store, export)
                 .await
                 .map_err(Failure::Start)?;
+            metrics::instantiated(started);
             let (output,) = func
                 .call_async(&mut *store, params)
                 .await
@@ -318,6 +325,7 @@ impl Runtime {
         });
         if let Err(err) = &result {
             log_failure(&label, &component.source, err, &stderr);
+            metrics::call_failed(err);
         }
         result
     }

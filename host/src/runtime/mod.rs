@@ -242,6 +242,17 @@ impl Runtime {
         &self.limits
     }
 
+    /// How many instances run now (each holds one of the
+    /// `max_concurrent_calls` slots).
+    pub fn calls_running(&self) -> usize {
+        self.limits.max_concurrent_calls - self.permits.available_permits()
+    }
+
+    /// How many calls wait for a slot now.
+    pub fn calls_queued(&self) -> usize {
+        self.queued.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// What a component's manifest is resolved against.
     pub fn policy_context(&self) -> PolicyContext<'_> {
         PolicyContext {

@@ -58,8 +58,9 @@
 //! misapplied token cannot spend a genuine token's id. If the store cannot
 //! answer, the token is refused ([`StateError::Unrecorded`]; fail closed).
 //! The default store, [`InMemoryRedemptions`], forgets ids when their token
-//! expires and holds a bounded number; a fleet plugs in a shared one (e.g.
-//! Redis `SET NX EXAT`) as the [`redemption`] module describes.
+//! expires and holds a bounded number; a fleet shares one in Redis,
+//! [`RedisRedemptions`] (`--single-use-store`), as the [`redemption`]
+//! module describes.
 //!
 //! It is off by default (`airlock serve --single-use-state` turns it on)
 //! because it breaks a legitimate retry: a client whose connection fails
@@ -106,8 +107,8 @@ pub use error::{
 };
 pub use keyring::{KEY_ID_LEN, KEY_LEN, KeyError, KeyId, KeyRing, generate_key};
 pub use redemption::{
-    DEFAULT_REDEMPTION_CAPACITY, InMemoryRedemptions, Redemption, RedemptionStore, StoreError,
-    TokenId,
+    DEFAULT_REDEMPTION_CAPACITY, InMemoryRedemptions, REDEEM_TIMEOUT, Redemption, RedemptionStore,
+    RedisRedemptions, StoreError, TokenId,
 };
 pub use sealer::{
     CLOCK_SKEW, DEFAULT_MAX_GUEST_STATE, DEFAULT_MAX_TOKEN_LEN, DEFAULT_TTL, OpenedState,

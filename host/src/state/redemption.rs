@@ -24,46 +24,17 @@
 //! retried round (never on a first round). An implementation that does
 //! network I/O runs on a Tokio worker thread of a multi-threaded runtime:
 //! wrap the blocking round-trip in `tokio::task::block_in_place` and give it
-//! a tight timeout.
+//! a tight timeout, as [`RedisRedemptions`] does.
 //!
-//! # A fleet: plugging in a shared store
+//! # A fleet: sharing the record
 //!
 //! [`InMemoryRedemptions`], the default, remembers ids in this process only.
 //! Behind a load balancer a replay sent to another process would be accepted
-//! there once more, so a fleet that needs single use must share the record.
-//! With Redis, for example, one command is the whole test-and-set:
-//!
-//! ```text
-//! SET airlock:rs:<token id in hex> 1 NX EXAT <expires_at>
-//!   → OK                 Ok(Redemption::First)
-//!   → nil (key exists)   Ok(Redemption::Replay)
-//!   → error or timeout   Err(StoreError::Unavailable(..))
-//! ```
-//!
-//! `EXAT` makes Redis drop the key when the token expires, so the record
-//! stays as small as the number of live tokens. In code:
-//!
-//! ```ignore
-//! struct RedisRedemptions { pool: r2d2::Pool<redis::Client> }
-//!
-//! impl RedemptionStore for RedisRedemptions {
-//!     fn redeem(&self, id: &TokenId, expires_at: u64, _now: u64)
-//!         -> Result<Redemption, StoreError>
-//!     {
-//!         tokio::task::block_in_place(|| {
-//!             let mut conn = self.pool.get().map_err(StoreError::unavailable)?;
-//!             let set: Option<String> = redis::cmd("SET")
-//!                 .arg(format!("airlock:rs:{id}")).arg(1)
-//!                 .arg("NX").arg("EXAT").arg(expires_at)
-//!                 .query(&mut *conn).map_err(StoreError::unavailable)?;
-//!             Ok(if set.is_some() { Redemption::First } else { Redemption::Replay })
-//!         })
-//!     }
-//! }
-//!
-//! let sealer = StateSealer::new(keys, ttl, limits)
-//!     .with_redemption_store(Arc::new(RedisRedemptions { pool }));
-//! ```
+//! there once more, so a fleet that needs single use must share the record:
+//! [`RedisRedemptions`] (`--single-use-store redis://...`) keeps it in Redis,
+//! one `SET NX EXAT` per redemption (see [`redis`]). Another
+//! shared store plugs in the same way, through
+//! [`StateSealer::with_redemption_store`](super::StateSealer::with_redemption_store).
 //!
 //! Token ids come from the sealer's random generator and are only read from
 //! tokens that authenticated, so a client cannot choose them: they are safe
@@ -97,6 +68,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::token::TOKEN_ID_LEN;
+
+pub mod redis;
+
+pub use self::redis::{REDEEM_TIMEOUT, RedisRedemptions};
 
 /// Default cap on live entries of [`InMemoryRedemptions`].
 pub const DEFAULT_REDEMPTION_CAPACITY: usize = 1_000_000;

@@ -293,18 +293,24 @@ impl Drop for RedisStore {
 /// `url` without its password, or why it is refused (the URL itself is
 /// never echoed: it may hold a password).
 fn describe(url: &str) -> Result<String, StoreError> {
-    let refused = |why: &str| StoreError::Unavailable(format!("the task store URL: {why}"));
-    let mut parsed = redis::parse_redis_url(url)
-        .ok_or_else(|| refused("not a Redis URL (expected redis://HOST:PORT/DB)"))?;
+    describe_url(url).map_err(|why| StoreError::Unavailable(format!("the task store URL: {why}")))
+}
+
+/// A Redis URL without its password, for logs and errors, or why this
+/// build refuses it (the URL itself is never echoed: it may hold a
+/// password). Shared by every store in Redis.
+pub(crate) fn describe_url(url: &str) -> Result<String, &'static str> {
+    let mut parsed =
+        redis::parse_redis_url(url).ok_or("not a Redis URL (expected redis://HOST:PORT/DB)")?;
     match parsed.scheme() {
         "redis" => {}
         "rediss" | "valkeys" => {
-            return Err(refused(
+            return Err(
                 "TLS (rediss://) is not supported; reach Redis over a private network \
                  or through a TLS tunnel, with redis://",
-            ));
+            );
         }
-        _ => return Err(refused("only redis://HOST:PORT/DB URLs are supported")),
+        _ => return Err("only redis://HOST:PORT/DB URLs are supported"),
     }
     if parsed.password().is_some() {
         let _ = parsed.set_password(None);

@@ -27,6 +27,12 @@
 //!
 //! Connections are accepted by [`connections`]: header-read, body and idle
 //! timeouts, a cap on open connections, graceful shutdown.
+//!
+//! Beside the endpoint, outside admission: the probes `/healthz` and
+//! `/readyz` ([`health`]). Shutting down, the server first drains: readiness
+//! turns off and every response closes its connection, for the drain delay;
+//! then it stops accepting, closes idle connections and waits (at most the
+//! shutdown timeout) for the requests in flight.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -56,9 +62,11 @@ use crate::protocol::{Notifier, Reply, RequestContext, Server};
 
 pub mod admission;
 pub mod connections;
+pub mod health;
 
 pub use admission::Admission;
 pub use connections::{BodyTimeout, ConnectionLimits};
+pub use health::{Health, health_routes};
 
 /// Settings of the HTTP transport.
 #[derive(Debug)]
@@ -72,6 +80,8 @@ pub struct HttpSettings {
     pub sessions: Sessions,
     /// What serves them.
     pub legacy: Arc<Legacy>,
+    /// What the probes report; drained when shutting down.
+    pub health: Arc<Health>,
 }
 
 /// The host names a local server accepts by default.
@@ -85,8 +95,9 @@ struct App {
     max_body_bytes: usize,
 }
 
-/// Serves `/mcp` on `listener` until `shutdown` completes, then finishes
-/// the requests in flight.
+/// Serves `/mcp` and the probes on `listener`; once `shutdown` completes,
+/// drains, shuts `server` down and finishes the requests in flight (see the
+/// module docs).
 pub async fn serve(
     server: Arc<Server>,
     settings: HttpSettings,
@@ -98,6 +109,7 @@ pub async fn serve(
         limits,
         sessions,
         legacy,
+        health,
     } = settings;
     let admission = Arc::new(admission);
     let app = Arc::new(App {
@@ -109,8 +121,19 @@ pub async fn serve(
     let expiry = tokio::spawn(expire_sessions(app.clone()));
     let shutdown = {
         let app = app.clone();
+        let health = health.clone();
         async move {
             shutdown.await;
+            health.drain();
+            if !limits.drain_delay.is_zero() {
+                tracing::info!(
+                    delay_ms = limits.drain_delay.as_millis(),
+                    "draining: /readyz answers 503, requests are still served (--shutdown-drain-delay)"
+                );
+                tokio::time::sleep(limits.drain_delay).await;
+            }
+            tracing::info!("shutting down: finishing the requests in flight");
+            app.server.shut_down();
             expiry.abort();
             app.sessions.end_all();
         }
@@ -139,7 +162,13 @@ pub async fn serve(
             .route(WELL_KNOWN_PATH, get(document.clone()))
             .route(&format!("{WELL_KNOWN_PATH}/{{*rest}}"), get(document));
     }
-    let router = admitted(admission, mcp, public).with_state(app);
+    let router = admitted(admission, mcp, public)
+        .with_state(app)
+        .merge(health_routes(health.clone()))
+        .layer(axum::middleware::from_fn_with_state(
+            health,
+            health::close_while_draining,
+        ));
     connections::serve(listener, router, limits, shutdown).await
 }
 

@@ -176,6 +176,7 @@ impl Tasks {
             .await
             .map_err(store_error)?;
         tracing::info!(task = %id, tool = start.tool, principal = start.owner, "task created");
+        crate::metrics::task_created();
         self.announce(&id, true).await;
         Ok(Answer::Task(view::created(&record)))
     }

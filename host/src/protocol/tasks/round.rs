@@ -39,6 +39,19 @@ pub(in crate::protocol) enum RoundEnd {
     Deferred,
 }
 
+impl RoundEnd {
+    /// How the round ended, as a label value of `airlock_task_rounds_total`.
+    pub(in crate::protocol) fn outcome(&self) -> &'static str {
+        match self {
+            RoundEnd::Completed(_) => "completed",
+            RoundEnd::Failed(_) => "failed",
+            RoundEnd::InputRequired { .. } => "input_required",
+            RoundEnd::Checkpoint(_) => "checkpoint",
+            RoundEnd::Deferred => "deferred",
+        }
+    }
+}
+
 /// Runs the next round of `record` (claimed by this host).
 pub(in crate::protocol) async fn run(
     services: Services<'_>,

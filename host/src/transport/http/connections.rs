@@ -56,6 +56,15 @@ pub struct ConnectionLimits {
     pub idle_timeout: Duration,
     /// Most connections open at once.
     pub max_connections: u32,
+    /// On shutdown, how long the server keeps serving (readiness already
+    /// off, every response closing its connection) before it stops
+    /// accepting: the time load balancers take to stop sending requests.
+    pub drain_delay: Duration,
+    /// Once it stops accepting, how long it waits for the requests in
+    /// flight; those still running then are cut.
+    pub shutdown_timeout: Duration,
+    /// How long `/readyz` waits for the task store's answer.
+    pub readiness_timeout: Duration,
 }
 
 impl Default for ConnectionLimits {
@@ -65,6 +74,9 @@ impl Default for ConnectionLimits {
             body_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),
             max_connections: 1024,
+            drain_delay: Duration::ZERO,
+            shutdown_timeout: Duration::from_secs(30),
+            readiness_timeout: Duration::from_secs(1),
         }
     }
 }
@@ -78,7 +90,8 @@ const FULL_WARNING_EVERY: Duration = Duration::from_secs(10);
 
 /// Serves `router` on `listener` until `shutdown` completes; then stops
 /// accepting, lets every open connection finish its requests in flight
-/// (idle ones close at once), and returns when all are closed.
+/// (idle ones close at once), and returns when all are closed, or when the
+/// shutdown timeout cuts those still busy.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
@@ -139,7 +152,18 @@ pub async fn serve(
     }
     let _ = stop.send(true);
     // Every connection holds a permit until it closes.
-    let _all = permits.acquire_many(limits.max_connections).await;
+    let all_closed = permits.acquire_many(limits.max_connections);
+    if tokio::time::timeout(limits.shutdown_timeout, all_closed)
+        .await
+        .is_err()
+    {
+        let cut = limits.max_connections as usize - permits.available_permits();
+        tracing::warn!(
+            connections = cut,
+            timeout_ms = limits.shutdown_timeout.as_millis(),
+            "connections with requests in flight cut by the shutdown timeout (--shutdown-timeout)"
+        );
+    }
     Ok(())
 }
 
@@ -517,6 +541,7 @@ mod tests {
             body_timeout: IDLE,
             idle_timeout: IDLE,
             max_connections: 4,
+            ..ConnectionLimits::default()
         }))
     }
 

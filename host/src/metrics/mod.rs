@@ -1,0 +1,525 @@
+//! Prometheus metrics, served on `--metrics-listen` ([`server`]).
+//!
+//! The families follow the OpenTelemetry conventions for MCP servers where
+//! they have one (`mcp.server.operation.duration` becomes
+//! `mcp_server_operation_duration_seconds`, its attributes labels with
+//! underscores), and are Airlock's own (`airlock_*`) for the sandbox, the
+//! state, the sessions and the tasks.
+//!
+//! Every label takes values from a bounded set: method names Airlock
+//! serves, tool and prompt names that are loaded, JSON-RPC codes Airlock
+//! answers with, fixed kinds and reasons. Anything a client makes up (an
+//! unknown method, tool or prompt, an odd error code) never becomes a label
+//! value: it is `_OTHER`, or the label is left empty.
+//!
+//! The metrics exist only when they are served: [`install`] is called once,
+//! at start-up, with `--metrics-listen`. Until then every recording function
+//! here is one check of an empty [`OnceLock`] and nothing else, so a server
+//! without metrics pays (nearly) nothing for them.
+
+pub mod server;
+
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Unit;
+
+use crate::protocol::answer::Answer;
+use crate::protocol::envelope::SUPPORTED_VERSIONS;
+use crate::protocol::jsonrpc::{Request, codes};
+use crate::registry::Registry;
+use crate::runtime::CallError;
+use crate::state::StateError;
+
+/// Upper bounds of `mcp_server_operation_duration_seconds`, in seconds: the
+/// conventions' recommended boundaries, with finer ones below 10 ms added
+/// (most of Airlock's operations take less).
+const OPERATION_BUCKETS: &[f64] = &[
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0,
+    10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
+/// Upper bounds of `airlock_instantiate_duration_seconds`: a fresh instance
+/// takes microseconds with the pooling allocator.
+const INSTANTIATE_BUCKETS: &[f64] = &[
+    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.1, 1.0,
+];
+
+/// Upper bounds of `airlock_mrtr_rounds` (rounds a completed request took;
+/// `--max-rounds` is 32 by default).
+const ROUND_BUCKETS: &[f64] = &[1.0, 2.0, 3.0, 4.0, 5.0, 8.0, 16.0, 32.0];
+
+/// The methods that are label values as they are; any other is `_OTHER`.
+const KNOWN_METHODS: &[&str] = &[
+    "server/discover",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "completion/complete",
+    "subscriptions/listen",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+];
+
+/// The JSON-RPC codes that are label values as they are; any other is
+/// `_OTHER`.
+const KNOWN_CODES: &[i32] = &[
+    codes::PARSE_ERROR,
+    codes::INVALID_REQUEST,
+    codes::METHOD_NOT_FOUND,
+    codes::INVALID_PARAMS,
+    codes::INTERNAL_ERROR,
+    codes::HEADER_MISMATCH,
+    codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+    codes::UNSUPPORTED_PROTOCOL_VERSION,
+];
+
+/// The value of a label whose real value is not in its bounded set.
+const OTHER: &str = "_OTHER";
+
+/// The labels of one MCP operation, as the conventions name them.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OperationLabels {
+    /// The JSON-RPC method, or `_OTHER`.
+    mcp_method_name: &'static str,
+    /// The tool of a `tools/call`, when it is loaded.
+    gen_ai_tool_name: Option<String>,
+    /// The prompt of a `prompts/get`, when it is loaded.
+    gen_ai_prompt_name: Option<String>,
+    /// Empty on success; the JSON-RPC code of an error (or `_OTHER`), or
+    /// `tool_error` for a `tools/call` result with `isError`.
+    error_type: Option<String>,
+    /// The protocol version the request declared, when Airlock supports it.
+    mcp_protocol_version: Option<&'static str>,
+}
+
+/// A label set of one bounded label.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabel {
+    kind: &'static str,
+}
+
+/// A label set of one bounded label.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: &'static str,
+}
+
+/// A label set of one bounded label.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabel {
+    outcome: &'static str,
+}
+
+/// A limit a call ran into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// Its wall-clock deadline.
+    Deadline,
+    /// Its memory cap.
+    Memory,
+    /// Its fuel.
+    Fuel,
+    /// Its output limit (bytes, or items of one kind).
+    Output,
+    /// The host resources one instance may hold.
+    Resources,
+}
+
+impl Limit {
+    /// The label value.
+    fn label(self) -> &'static str {
+        match self {
+            Limit::Deadline => "deadline",
+            Limit::Memory => "memory",
+            Limit::Fuel => "fuel",
+            Limit::Output => "output",
+            Limit::Resources => "resources",
+        }
+    }
+}
+
+/// A gauge whose value is read when the metrics are scraped (from the
+/// runtime or the registry), so that nothing on the request path keeps it.
+pub struct SampledGauge {
+    /// The metric's name.
+    pub name: &'static str,
+    /// Its help text.
+    pub help: &'static str,
+    /// Reads its value now.
+    pub read: Box<dyn Fn() -> i64 + Send + Sync>,
+}
+
+impl std::fmt::Debug for SampledGauge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SampledGauge")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The [`SampledGauge`]s, read at each scrape.
+#[derive(Debug)]
+struct Sampled(Vec<SampledGauge>);
+
+impl Collector for Sampled {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        for gauge in &self.0 {
+            let value = ConstGauge::new((gauge.read)());
+            let metric =
+                encoder.encode_descriptor(gauge.name, gauge.help, None, value.metric_type())?;
+            value.encode(metric)?;
+        }
+        Ok(())
+    }
+}
+
+/// Every metric Airlock keeps, and the registry that renders them.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: prometheus_client::registry::Registry,
+    operations: Family<OperationLabels, Histogram>,
+    instantiate: Histogram,
+    refused_busy: Counter,
+    limit_hits: Family<KindLabel, Counter>,
+    state_refused: Family<ReasonLabel, Counter>,
+    mrtr_rounds: Histogram,
+    reload_errors: Counter,
+    sessions_open: Gauge,
+    bridged_waiting: Gauge,
+    tasks_created: Counter,
+    task_rounds: Family<OutcomeLabel, Counter>,
+}
+
+impl Metrics {
+    /// Every family, registered, plus `sampled` gauges read at each scrape.
+    pub fn new(sampled: Vec<SampledGauge>) -> Metrics {
+        let metrics = Metrics {
+            registry: prometheus_client::registry::Registry::default(),
+            operations: Family::new_with_constructor(|| {
+                Histogram::new(OPERATION_BUCKETS.iter().copied())
+            }),
+            instantiate: Histogram::new(INSTANTIATE_BUCKETS.iter().copied()),
+            refused_busy: Counter::default(),
+            limit_hits: Family::default(),
+            state_refused: Family::default(),
+            mrtr_rounds: Histogram::new(ROUND_BUCKETS.iter().copied()),
+            reload_errors: Counter::default(),
+            sessions_open: Gauge::default(),
+            bridged_waiting: Gauge::default(),
+            tasks_created: Counter::default(),
+            task_rounds: Family::default(),
+        };
+        metrics.register(sampled)
+    }
+
+    fn register(mut self, sampled: Vec<SampledGauge>) -> Metrics {
+        let r = &mut self.registry;
+        r.register_with_unit(
+            "mcp_server_operation_duration",
+            "Duration of MCP requests, by method, tool or prompt, error and protocol version",
+            Unit::Seconds,
+            self.operations.clone(),
+        );
+        r.register_with_unit(
+            "airlock_instantiate_duration",
+            "Time to make a fresh instance of a component for one call",
+            Unit::Seconds,
+            self.instantiate.clone(),
+        );
+        r.register(
+            "airlock_calls_refused_busy",
+            "Calls refused at once because every slot was taken and the queue was full",
+            self.refused_busy.clone(),
+        );
+        r.register(
+            "airlock_limit_hits",
+            "Calls that failed on one of their limits, by kind",
+            self.limit_hits.clone(),
+        );
+        r.register(
+            "airlock_state_refused",
+            "requestState tokens that did not open (or could not be sealed), by reason",
+            self.state_refused.clone(),
+        );
+        r.register(
+            "airlock_mrtr_rounds",
+            "Rounds that multi-round requests took, counted when they complete",
+            self.mrtr_rounds.clone(),
+        );
+        r.register(
+            "airlock_reload_errors",
+            "Reloads of the tools directory refused (the previous set kept serving)",
+            self.reload_errors.clone(),
+        );
+        r.register(
+            "airlock_sessions_open",
+            "HTTP sessions of 2025-era clients open now",
+            self.sessions_open.clone(),
+        );
+        r.register(
+            "airlock_bridged_requests_waiting",
+            "Requests sent to 2025-era clients for a tool's input, waiting for their answer",
+            self.bridged_waiting.clone(),
+        );
+        r.register(
+            "airlock_tasks_created",
+            "Tasks created",
+            self.tasks_created.clone(),
+        );
+        r.register(
+            "airlock_task_rounds",
+            "Rounds of tasks run on this host, by how they ended",
+            self.task_rounds.clone(),
+        );
+        r.register_collector(Box::new(Sampled(sampled)));
+        self
+    }
+
+    /// The metrics in the OpenMetrics text format.
+    pub fn render(&self) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)
+            .expect("writing to a String does not fail");
+        text
+    }
+
+    /// Counts one answered request that started at `started`.
+    fn operation(&self, labels: OperationLabels, started: Instant) {
+        self.operations
+            .get_or_create(&labels)
+            .observe(started.elapsed().as_secs_f64());
+    }
+}
+
+static INSTALLED: OnceLock<Metrics> = OnceLock::new();
+
+/// Makes `metrics` the process's metrics, recorded from now on. Only the
+/// first call installs anything; returns the installed metrics.
+pub fn install(metrics: Metrics) -> &'static Metrics {
+    INSTALLED.get_or_init(|| metrics)
+}
+
+/// The process's metrics, if they are kept.
+fn installed() -> Option<&'static Metrics> {
+    INSTALLED.get()
+}
+
+/// Now, if metrics are kept: the start of something to time.
+pub fn started() -> Option<Instant> {
+    installed().map(|_| Instant::now())
+}
+
+/// Counts one answered MCP request that started at `started` (from
+/// [`started`]); `registry` is the one serving, which says which tool and
+/// prompt names are label values.
+pub fn operation(started: Instant, request: &Request, answer: &Answer, registry: &Registry) {
+    if let Some(metrics) = installed() {
+        let loaded = |tool: bool, name: &str| {
+            if tool {
+                registry.find(name).is_some()
+            } else {
+                registry.find_prompt(name).is_some()
+            }
+        };
+        metrics.operation(operation_labels(request, answer, loaded), started);
+    }
+}
+
+/// The bounded labels of one answered request; `loaded` says whether a
+/// tool (`true`) or prompt (`false`) of a name is loaded.
+fn operation_labels(
+    request: &Request,
+    answer: &Answer,
+    loaded: impl Fn(bool, &str) -> bool,
+) -> OperationLabels {
+    let method = KNOWN_METHODS
+        .iter()
+        .find(|known| **known == request.method)
+        .copied()
+        .unwrap_or(OTHER);
+    let name = request.params.get("name").and_then(|name| name.as_str());
+    let loaded_name = |tool: bool| name.filter(|name| loaded(tool, name)).map(str::to_owned);
+    let (tool, prompt) = match method {
+        "tools/call" => (loaded_name(true), None),
+        "prompts/get" => (None, loaded_name(false)),
+        _ => (None, None),
+    };
+    let error_type = match answer {
+        Answer::Error(error) if KNOWN_CODES.contains(&error.code) => Some(error.code.to_string()),
+        Answer::Error(_) => Some(OTHER.to_owned()),
+        Answer::Complete(complete)
+            if method == "tools/call" && is_error_result(&complete.members) =>
+        {
+            Some("tool_error".to_owned())
+        }
+        _ => None,
+    };
+    let version = request
+        .params
+        .get("_meta")
+        .and_then(|meta| meta.get(crate::protocol::envelope::META_PROTOCOL_VERSION))
+        .and_then(|version| version.as_str());
+    OperationLabels {
+        mcp_method_name: method,
+        gen_ai_tool_name: tool,
+        gen_ai_prompt_name: prompt,
+        error_type,
+        mcp_protocol_version: SUPPORTED_VERSIONS
+            .iter()
+            .find(|supported| Some(**supported) == version)
+            .copied(),
+    }
+}
+
+/// Whether the members of a `tools/call` result (as
+/// [`wire::CallToolResult`](crate::protocol::wire::CallToolResult) encodes
+/// them: `isError` last, and only when true) say `isError`.
+fn is_error_result(members: &str) -> bool {
+    members.ends_with("\"isError\":true}")
+}
+
+/// Counts a call that failed on a limit, or was refused busy.
+pub fn call_failed(error: &CallError) {
+    let Some(metrics) = installed() else { return };
+    let limit = match error {
+        CallError::Busy { .. } => {
+            metrics.refused_busy.inc();
+            return;
+        }
+        CallError::Timeout { .. } => Limit::Deadline,
+        CallError::OutOfMemory { .. } => Limit::Memory,
+        CallError::OutOfFuel { .. } => Limit::Fuel,
+        CallError::OutputTooLarge { .. } | CallError::TooManyItems { .. } => Limit::Output,
+        CallError::TooManyResources { .. } => Limit::Resources,
+        CallError::NotGranted { .. }
+        | CallError::Trapped { .. }
+        | CallError::Instantiate { .. } => {
+            return;
+        }
+    };
+    limit_hit(limit);
+}
+
+/// Counts a call that ran into `limit`.
+pub fn limit_hit(limit: Limit) {
+    if let Some(metrics) = installed() {
+        metrics
+            .limit_hits
+            .get_or_create(&KindLabel {
+                kind: limit.label(),
+            })
+            .inc();
+    }
+}
+
+/// Times one instantiation that started at `started` (from [`started`]).
+pub fn instantiated(started: Option<Instant>) {
+    if let (Some(metrics), Some(started)) = (installed(), started) {
+        metrics.instantiate.observe(started.elapsed().as_secs_f64());
+    }
+}
+
+/// Counts a requestState that did not open, or could not be sealed.
+pub fn state_refused(error: &StateError) {
+    if let Some(metrics) = installed() {
+        let reason = state_reason(error);
+        metrics
+            .state_refused
+            .get_or_create(&ReasonLabel { reason })
+            .inc();
+    }
+}
+
+/// The label value of a [`StateError`]: its kind, never its details.
+fn state_reason(error: &StateError) -> &'static str {
+    match error {
+        StateError::TokenTooLong { .. } => "too_long",
+        StateError::Malformed(_) => "malformed",
+        StateError::UnsupportedVersion(_) => "unsupported_version",
+        StateError::UnknownKey(_) => "unknown_key",
+        StateError::Forged => "forged",
+        StateError::BadPayload(_) => "bad_payload",
+        StateError::Expired { .. } => "expired",
+        StateError::NotYetValid { .. } => "not_yet_valid",
+        StateError::WrongPrincipal => "wrong_principal",
+        StateError::WrongRequest { .. } => "wrong_request",
+        StateError::Replayed(_) => "replayed",
+        StateError::Unrecorded(_) => "unrecorded",
+        StateError::TooLarge { .. } => "too_large",
+        StateError::Sealing(_) => "sealing",
+    }
+}
+
+/// Counts a multi-round request that completed in its round `round`.
+pub fn request_completed(round: u32) {
+    if let Some(metrics) = installed() {
+        metrics.mrtr_rounds.observe(f64::from(round));
+    }
+}
+
+/// Counts a refused reload of the tools directory.
+pub fn reload_refused() {
+    if let Some(metrics) = installed() {
+        metrics.reload_errors.inc();
+    }
+}
+
+/// Sets how many 2025-era sessions are open.
+pub fn sessions_open(open: usize) {
+    if let Some(metrics) = installed() {
+        metrics
+            .sessions_open
+            .set(i64::try_from(open).unwrap_or(i64::MAX));
+    }
+}
+
+/// One request to a 2025-era client waiting for its answer, counted in
+/// `airlock_bridged_requests_waiting` until dropped.
+#[derive(Debug)]
+pub struct Waiting(&'static Metrics);
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.bridged_waiting.dec();
+    }
+}
+
+/// Counts a bridged request waiting, until the returned guard is dropped.
+pub fn bridged_request_waiting() -> Option<Waiting> {
+    installed().map(|metrics| {
+        metrics.bridged_waiting.inc();
+        Waiting(metrics)
+    })
+}
+
+/// Counts a task created.
+pub fn task_created() {
+    if let Some(metrics) = installed() {
+        metrics.tasks_created.inc();
+    }
+}
+
+/// Counts a round of a task that ended with `outcome` (a fixed word).
+pub fn task_round(outcome: &'static str) {
+    if let Some(metrics) = installed() {
+        metrics
+            .task_rounds
+            .get_or_create(&OutcomeLabel { outcome })
+            .inc();
+    }
+}
+
+#[cfg(test)]
+mod tests;

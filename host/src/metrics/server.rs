@@ -1,0 +1,116 @@
+//! The metrics listener (`--metrics-listen`): `GET /metrics` in the
+//! OpenMetrics text format, on an address of its own, never on the MCP
+//! listener. It has no authentication: bind it to a private address.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use axum::Router;
+use axum::http::header;
+use axum::routing::get;
+
+use super::{Metrics, SampledGauge, install};
+use crate::protocol::Server;
+use crate::runtime::Runtime;
+
+/// The `Content-Type` of the exposition.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The running metrics listener; stops when dropped.
+#[derive(Debug)]
+pub struct MetricsListener(tokio::task::JoinHandle<()>);
+
+impl Drop for MetricsListener {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The gauges read at each scrape: the instances running and the calls
+/// waiting in `runtime`, and the components `server` serves.
+fn sampled_gauges(server: &Arc<Server>, runtime: &Arc<Runtime>) -> Vec<SampledGauge> {
+    let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+    let (busy, queued, server) = (runtime.clone(), runtime.clone(), server.clone());
+    vec![
+        SampledGauge {
+            name: "airlock_instances_busy",
+            help: "Component instances running now (each holds a --max-concurrent-calls slot)",
+            read: Box::new(move || count(busy.calls_running())),
+        },
+        SampledGauge {
+            name: "airlock_calls_queued",
+            help: "Calls waiting for a free slot now",
+            read: Box::new(move || count(queued.calls_queued())),
+        },
+        SampledGauge {
+            name: "airlock_components_loaded",
+            help: "Components served now",
+            read: Box::new(move || count(server.registry().component_count())),
+        },
+    ]
+}
+
+/// With an `address`, keeps the process's metrics from now on and serves
+/// them there, with `routes` (the health probes) beside `/metrics`; logs
+/// `metrics at http://…/metrics` with the bound address. Without one, does
+/// nothing: no metrics are kept.
+pub async fn start(
+    address: Option<SocketAddr>,
+    server: &Arc<Server>,
+    runtime: &Arc<Runtime>,
+    routes: Router,
+) -> anyhow::Result<Option<MetricsListener>> {
+    let Some(address) = address else {
+        return Ok(None);
+    };
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .with_context(|| format!("cannot listen on {address} for metrics"))?;
+    let bound = listener.local_addr()?;
+    let metrics = install(Metrics::new(sampled_gauges(server, runtime)));
+    let app = routes.merge(router(metrics));
+    tracing::info!("metrics at http://{bound}/metrics");
+    Ok(Some(MetricsListener(tokio::spawn(async move {
+        if let Err(error) = axum::serve(listener, app).await {
+            tracing::error!(%error, "the metrics listener failed");
+        }
+    }))))
+}
+
+/// `GET /metrics` for `metrics`.
+fn router(metrics: &'static Metrics) -> Router {
+    Router::new().route(
+        "/metrics",
+        get(move || async move { ([(header::CONTENT_TYPE, CONTENT_TYPE)], metrics.render()) }),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
+    use tower::ServiceExt as _;
+
+    #[tokio::test]
+    async fn metrics_are_served_as_openmetrics_text() {
+        let metrics: &'static Metrics = Box::leak(Box::new(Metrics::new(Vec::new())));
+        metrics.refused_busy.inc();
+        let response = router(metrics)
+            .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(response.headers()[header::CONTENT_TYPE], CONTENT_TYPE);
+        let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let text = String::from_utf8(body.to_vec()).unwrap();
+        assert!(
+            text.contains("airlock_calls_refused_busy_total 1\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+}

@@ -1,0 +1,120 @@
+//! Prometheus metrics on `--metrics-listen`: the real binary, scraped after
+//! a plain call (`sha256` of the `hash` sample), a call to a tool that does
+//! not exist, and a call that runs into its deadline (`spin` of the
+//! `hostile` guest).
+
+use airlock_e2e::hostile::{airlock, answer, assert_limit, call, tools_with};
+use airlock_e2e::mcp::error_code;
+use airlock_e2e::{Http, HttpServer};
+use serde_json::json;
+
+/// A tool name no component serves.
+const UNKNOWN_TOOL: &str = "no-such-tool-7f3a";
+
+/// Finds the URL in the `metrics at http://…/metrics` log line.
+fn metrics_url(server: &HttpServer) -> String {
+    server.wait_for_log("metrics at http://");
+    let stderr = server.stderr();
+    let line = stderr
+        .lines()
+        .find(|line| line.contains("metrics at http://"))
+        .expect("the log line just waited for");
+    let start = line.find("http://").expect("a URL");
+    line[start..]
+        .chars()
+        .take_while(|c| !c.is_whitespace() && *c != '"')
+        .collect()
+}
+
+/// `GET /metrics`: checks its type and returns its lines.
+fn scrape(url: &str) -> Vec<String> {
+    let reply = Http::new(url).get();
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(
+        reply.header("content-type"),
+        Some("application/openmetrics-text; version=1.0.0; charset=utf-8")
+    );
+    reply.text().lines().map(str::to_owned).collect()
+}
+
+/// The value of the sample `name` (with its labels, as rendered).
+#[track_caller]
+fn sample(lines: &[String], name: &str) -> f64 {
+    let prefix = format!("{name} ");
+    let line = lines
+        .iter()
+        .find(|line| line.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no sample {name} in:\n{}", lines.join("\n")));
+    line[prefix.len()..].parse().expect("a number")
+}
+
+/// The labels of a `tools/call` operation.
+fn tools_call(tool: &str, error_type: &str) -> String {
+    format!(
+        "mcp_server_operation_duration_seconds_count{{mcp_method_name=\"tools/call\",\
+         gen_ai_tool_name=\"{tool}\",gen_ai_prompt_name=\"\",error_type=\"{error_type}\",\
+         mcp_protocol_version=\"2026-07-28\"}}"
+    )
+}
+
+#[test]
+fn calls_move_the_counters_with_bounded_labels() {
+    let tools = tools_with(None);
+    let server = airlock(&tools)
+        .args(["--metrics-listen", "127.0.0.1:0", "--call-timeout", "300ms"])
+        .start_http();
+    let url = metrics_url(&server);
+    let client = server.client();
+
+    let before = scrape(&url);
+    assert_eq!(sample(&before, "airlock_components_loaded"), 2.0);
+    assert_eq!(sample(&before, "airlock_instances_busy"), 0.0);
+    assert!(
+        !before
+            .iter()
+            .any(|line| line.starts_with("airlock_limit_hits_total")),
+        "no limit hit yet"
+    );
+
+    answer(&call(&client, "sha256", json!({"text": "abc"})));
+    let unknown = call(&client, UNKNOWN_TOOL, json!({}));
+    assert_eq!(error_code(&unknown), -32602, "{unknown}");
+    assert_limit(&call(&client, "spin", json!({})), &["time limit"]);
+
+    let after = scrape(&url);
+    assert_eq!(sample(&after, &tools_call("sha256", "")), 1.0);
+    assert_eq!(sample(&after, &tools_call("spin", "tool_error")), 1.0);
+    assert_eq!(
+        sample(&after, &tools_call("", "-32602")),
+        1.0,
+        "the unknown tool is counted without its name"
+    );
+    assert!(
+        !after.iter().any(|line| line.contains(UNKNOWN_TOOL)),
+        "an unknown tool name became a label value"
+    );
+    assert_eq!(
+        sample(&after, "airlock_limit_hits_total{kind=\"deadline\"}"),
+        1.0
+    );
+    assert!(sample(&after, "airlock_instantiate_duration_seconds_count") >= 2.0);
+    assert_eq!(
+        sample(&after, "airlock_mrtr_rounds_count"),
+        1.0,
+        "one request completed (sha256; the failed spin is no completed flow)"
+    );
+}
+
+#[test]
+fn metrics_have_their_own_listener_beside_the_health_probes() {
+    let tools = tools_with(None);
+    let server = airlock(&tools)
+        .args(["--metrics-listen", "127.0.0.1:0"])
+        .start_http();
+    let url = metrics_url(&server);
+    assert_ne!(url, server.url().replace("/mcp", "/metrics"));
+    let on_mcp = Http::new(&server.url().replace("/mcp", "/metrics")).get();
+    assert_eq!(on_mcp.status, 404, "the MCP listener serves no metrics");
+    let health = Http::new(&url.replace("/metrics", "/healthz")).get();
+    assert_eq!(health.status, 200, "{}", health.text());
+}
