@@ -305,8 +305,9 @@ fn an_ended_or_unknown_session_is_404() {
     let endpoint = endpoint(&server);
 
     let unknown = endpoint.session("no-such-session-0123456789abcdefghijkl");
-    let (_, reply) = unknown.request("ping", json!({}));
+    let (id, reply) = unknown.request("ping", json!({}));
     assert_session_not_found(&reply, "an unknown session");
+    assert_eq!(reply.json()["id"], id, "the 404 echoes the request id");
     assert_session_not_found(&unknown.get(), "GET of an unknown session");
     assert_session_not_found(&unknown.delete(), "DELETE of an unknown session");
 
@@ -321,8 +322,9 @@ fn an_ended_or_unknown_session_is_404() {
     );
     let (_, reply) = session.request("ping", json!({}));
     assert_session_not_found(&reply, "a request after DELETE");
-    let (_, reply) = session.request("tools/list", json!({}));
+    let (id, reply) = session.request("tools/list", json!({}));
     assert_session_not_found(&reply, "tools/list after DELETE");
+    assert_eq!(reply.json()["id"], id, "the 404 echoes the request id");
     assert_session_not_found(
         &session.respond(&json!(0), json!({})),
         "an answer after DELETE",
@@ -735,7 +737,7 @@ fn a_capability_the_session_did_not_declare_fails_without_asking() {
     );
     let response = reply.message();
     assert_eq!(response["id"], id, "{response}");
-    assert_eq!(error_code(&response), INTERNAL_ERROR, "{response}");
+    assert_eq!(error_code(&response), code::INVALID_PARAMS, "{response}");
     assert!(
         error_message(&response).contains("sampling"),
         "the error names the capability: {response}"
@@ -748,7 +750,7 @@ fn a_capability_the_session_did_not_declare_fails_without_asking() {
     );
     assert!(reply.notifications().is_empty(), "{}", reply.text());
     let response = reply.message();
-    assert_eq!(error_code(&response), INTERNAL_ERROR, "{response}");
+    assert_eq!(error_code(&response), code::INVALID_PARAMS, "{response}");
     assert!(
         error_message(&response).contains("elicitation"),
         "the error names the capability: {response}"

@@ -124,7 +124,8 @@ fn outbound_params<'r>(asked: &'r InputRequest, version: &str) -> std::borrow::C
 
 /// A 2026-07-28 error rewritten for a legacy client: resource-not-found
 /// takes its old code, and a missing capability (a code older revisions do
-/// not have) becomes an internal error that says what to declare.
+/// not have) becomes invalid params (the request asks for what the session
+/// cannot do; the server did not fail) that say what to declare.
 fn legacy_error(method: &str, error: &mut RpcError, version: &str) {
     if method == "resources/read" && is_not_found(error) {
         error.code = LEGACY_RESOURCE_NOT_FOUND;
@@ -136,7 +137,7 @@ fn legacy_error(method: &str, error: &mut RpcError, version: &str) {
             .and_then(Value::as_object)
             .map(|caps| caps.keys().cloned().collect::<Vec<_>>().join(", "))
             .unwrap_or_default();
-        *error = RpcError::internal(format!(
+        *error = RpcError::invalid_params(format!(
             "This request needs the client capability {needed}, which the session did not declare in initialize (MCP {version})"
         ));
     }
@@ -174,6 +175,7 @@ fn error_reply(id: &Value, error: &RpcError) -> Reply {
     Reply {
         body: jsonrpc::encode_error(Some(id), error),
         http_status: 200,
+        retry_after: None,
     }
 }
 
@@ -184,6 +186,7 @@ fn result(id: &Value, complete: &Complete) -> Reply {
     Reply {
         body: jsonrpc::encode_raw_result(id, &complete.members),
         http_status: 200,
+        retry_after: None,
     }
 }
 
@@ -214,7 +217,7 @@ mod tests {
         let mut capability = RpcError::new(codes::MISSING_REQUIRED_CLIENT_CAPABILITY, "m")
             .with_data(json!({"requiredCapabilities": {"sampling": {}}}));
         legacy_error("tools/call", &mut capability, "2025-06-18");
-        assert_eq!(capability.code, codes::INTERNAL_ERROR);
+        assert_eq!(capability.code, codes::INVALID_PARAMS);
         assert!(capability.message.contains("sampling"));
         let mut other = RpcError::invalid_params("Invalid params");
         legacy_error("tools/call", &mut other, "2025-11-25");

@@ -112,6 +112,17 @@ pub enum Incoming {
     Response(Response),
 }
 
+impl Incoming {
+    /// The id an error reply to this message echoes: a request's own id;
+    /// none for a notification or a response.
+    pub fn request_id(&self) -> Option<&Value> {
+        match self {
+            Incoming::Request(request) => Some(&request.id),
+            Incoming::Notification(_) | Incoming::Response(_) => None,
+        }
+    }
+}
+
 /// A JSON-RPC response from the client to a request of the server.
 #[derive(Debug)]
 pub struct Response {

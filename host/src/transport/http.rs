@@ -248,12 +248,9 @@ fn accepts_event_stream(headers: &HeaderMap) -> bool {
 
 impl App {
     /// The session a request names in `Mcp-Session-Id`: `Ok(None)` when it
-    /// names none, a 404 when it is not an open session of `principal`.
-    fn session(
-        &self,
-        headers: &HeaderMap,
-        principal: &str,
-    ) -> Result<Option<Arc<Session>>, Box<Response>> {
+    /// names none, `Err` when it is not an open session of `principal` (see
+    /// [`session_not_found`]).
+    fn session(&self, headers: &HeaderMap, principal: &str) -> Result<Option<Arc<Session>>, ()> {
         let Some(id) = headers.get(SESSION_HEADER) else {
             return Ok(None);
         };
@@ -261,7 +258,7 @@ impl App {
             .ok()
             .and_then(|id| self.sessions.get(id, principal))
             .map(Some)
-            .ok_or_else(|| Box::new(session_not_found()))
+            .ok_or(())
     }
 }
 
@@ -333,11 +330,12 @@ fn not_admitted() -> Response {
 /// The header that names a legacy session.
 const SESSION_HEADER: &str = "mcp-session-id";
 
-/// The 404 for a session id that names no open session.
-fn session_not_found() -> Response {
+/// The 404 for a session id that names no open session, echoing the id of
+/// the request it answers, if any.
+fn session_not_found(id: Option<&serde_json::Value>) -> Response {
     error_response(
         StatusCode::NOT_FOUND,
-        None,
+        id,
         &RpcError::new(
             SESSION_NOT_FOUND,
             "Session not found: it ended or expired; send initialize to start a new one",
@@ -358,7 +356,7 @@ async fn handle_get(State(app): State<Arc<App>>, request: axum::extract::Request
     let session = match app.session(headers, &principal) {
         Ok(Some(session)) => session,
         Ok(None) => return method_not_allowed().await,
-        Err(not_found) => return *not_found,
+        Err(()) => return session_not_found(None),
     };
     if !accepts_event_stream(headers) {
         return error_response(
@@ -401,7 +399,7 @@ async fn handle_delete(State(app): State<Arc<App>>, request: axum::extract::Requ
             tracing::info!(session = %id, "legacy session ended by the client");
             StatusCode::OK.into_response()
         }
-        _ => session_not_found(),
+        _ => session_not_found(None),
     }
 }
 
@@ -418,13 +416,13 @@ async fn handle_post(State(app): State<Arc<App>>, request: axum::extract::Reques
         Ok(bytes) => bytes,
         Err(error) => return unread_body(&*error.into_inner(), app.max_body_bytes),
     };
-    let session = match app.session(&headers, &principal) {
-        Ok(session) => session,
-        Err(not_found) => return *not_found,
-    };
     let message = match jsonrpc::decode(&bytes) {
         Ok(message) => message,
         Err(e) => return error_response(StatusCode::BAD_REQUEST, e.id.as_ref(), &e.error),
+    };
+    let session = match app.session(&headers, &principal) {
+        Ok(session) => session,
+        Err(()) => return session_not_found(message.request_id()),
     };
     if let Some(session) = session {
         return session_post(&app, session, &headers, message).await;
