@@ -6,6 +6,7 @@
 //! `scripts/test` does it.
 
 pub mod client;
+pub mod daemon;
 pub mod everything;
 pub mod flows;
 pub mod hostile;
@@ -13,7 +14,9 @@ pub mod http;
 pub mod jwt;
 pub mod legacy;
 pub mod mcp;
+pub mod nginx;
 pub mod paths;
+pub mod prometheus;
 pub mod redis;
 pub mod sdk_clients;
 pub mod server;
@@ -24,6 +27,8 @@ pub mod wait;
 pub use client::{Exchange, McpClient};
 pub use http::{Headers, Http, Reply, raw_http};
 pub use mcp::{ToolCall, all_caps, code, no_caps};
+pub use nginx::Nginx;
+pub use prometheus::Prometheus;
 pub use redis::RedisServer;
 pub use server::{Airlock, HttpServer, SAMPLE_TOOLS, SAMPLES, ToolsDir, run_airlock};
 pub use sse::{Next, SseStream, listen};

@@ -123,6 +123,7 @@ pub struct Airlock {
     args: Vec<OsString>,
     envs: Vec<(OsString, OsString)>,
     cache: bool,
+    listen: Option<String>,
 }
 
 impl Airlock {
@@ -134,6 +135,7 @@ impl Airlock {
             args: Vec::new(),
             envs: Vec::new(),
             cache: false,
+            listen: None,
         }
     }
 
@@ -146,6 +148,7 @@ impl Airlock {
             args: Vec::new(),
             envs: Vec::new(),
             cache: false,
+            listen: None,
         }
     }
 
@@ -179,6 +182,13 @@ impl Airlock {
         self
     }
 
+    /// Listens on `address` (e.g. `127.0.0.1:8123`) instead of a free port:
+    /// a host restarted where its load balancer expects it.
+    pub fn listen(mut self, address: &str) -> Self {
+        self.listen = Some(address.to_owned());
+        self
+    }
+
     fn command(&self, stdio: bool) -> Command {
         let mut cmd = Command::new(airlock_bin());
         cmd.arg("serve");
@@ -188,7 +198,8 @@ impl Airlock {
         if stdio {
             cmd.arg("--stdio");
         } else {
-            cmd.args(["--listen", "127.0.0.1:0"]);
+            cmd.arg("--listen")
+                .arg(self.listen.as_deref().unwrap_or("127.0.0.1:0"));
         }
         if !self.cache {
             cmd.arg("--no-cache");
@@ -488,6 +499,11 @@ impl HttpServer {
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         self.proc.try_wait().is_none()
+    }
+
+    /// The OS process id.
+    pub fn pid(&self) -> u32 {
+        self.proc.id()
     }
 
     /// Asks the server to shut down gracefully, as a service manager does

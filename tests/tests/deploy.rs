@@ -1,8 +1,12 @@
 //! The Kubernetes manifests under `deploy/kubernetes` against the real binary:
 //! every option they name (container arguments, `AIRLOCK_*` variables, keys of
 //! the ConfigMap's `airlock.toml`) is an option of `airlock serve`, the probes
-//! ask `/healthz` and `/readyz` on the port Airlock listens on, and the
-//! kustomization lists every manifest. Renaming an option fails here.
+//! ask `/healthz` and `/readyz` on the port Airlock listens on, the
+//! kustomization lists every manifest and generates the Secrets the pods
+//! mount, and the autoscaler keeps two pods or more of the Airlock
+//! Deployment, which has the CPU request it scales on. Renaming an option
+//! fails here. Not checked: the manifests against the Kubernetes API schemas
+//! (no cluster or schema validator here).
 //!
 //! No YAML parser is in the workspace's tree, so the manifests are read by
 //! lines and indentation: enough for their plain block style, and each lookup
@@ -438,5 +442,129 @@ fn the_kustomization_lists_every_manifest() {
     assert_eq!(
         resources, files,
         "kustomization.yaml's resources are not the manifests under deploy/kubernetes"
+    );
+}
+
+/// The scalar at `path`, each key looked up under the one before.
+fn value_at(lines: &[Line<'_>], path: &[&str]) -> Option<String> {
+    let (last, parents) = path.split_last()?;
+    let mut scope = lines.to_vec();
+    for key in parents {
+        let at = find_key(&scope, key)?;
+        scope = children(&scope, at);
+    }
+    value_in(&scope, last)
+}
+
+/// The documents of `kind`.
+fn of_kind<'a>(documents: &'a [Document], kind: &str) -> Vec<&'a Document> {
+    documents
+        .iter()
+        .filter(|document| document.top("kind").as_deref() == Some(kind))
+        .collect()
+}
+
+/// The one Deployment whose containers run Airlock.
+fn airlock_deployment(documents: &[Document]) -> &Document {
+    let found: Vec<&Document> = of_kind(documents, "Deployment")
+        .into_iter()
+        .filter(|document| containers(document).iter().any(Container::runs_airlock))
+        .collect();
+    assert_eq!(found.len(), 1, "expected one Deployment running airlock");
+    found[0]
+}
+
+#[test]
+fn the_autoscaler_keeps_two_airlock_pods_or_more_and_scales_on_cpu() {
+    let documents = documents();
+    let deployment = airlock_deployment(&documents);
+    let name = value_at(&deployment.lines(), &["metadata", "name"]).expect("a name");
+    let autoscalers = of_kind(&documents, "HorizontalPodAutoscaler");
+    assert_eq!(autoscalers.len(), 1, "expected one HorizontalPodAutoscaler");
+    let hpa = autoscalers[0].lines();
+    assert_eq!(
+        autoscalers[0].top("apiVersion").as_deref(),
+        Some("autoscaling/v2")
+    );
+    let target = |key| value_at(&hpa, &["spec", "scaleTargetRef", key]);
+    assert_eq!(target("kind").as_deref(), Some("Deployment"));
+    assert_eq!(target("apiVersion").as_deref(), Some("apps/v1"));
+    assert_eq!(target("name"), Some(name.clone()), "the HPA scales {name}");
+
+    let replicas = |key| -> u32 {
+        value_at(&hpa, &["spec", key])
+            .unwrap_or_else(|| panic!("the HPA has no {key}"))
+            .parse()
+            .expect("a number of replicas")
+    };
+    let (min, max) = (replicas("minReplicas"), replicas("maxReplicas"));
+    assert!(min >= 2, "minReplicas {min}: a fleet is two pods or more");
+    assert!(max > min, "maxReplicas {max} leaves no room above {min}");
+    // The HPA owns the count: one in the Deployment would be put back by
+    // every apply.
+    assert_eq!(
+        value_at(&deployment.lines(), &["spec", "replicas"]),
+        None,
+        "{}: the HPA owns the replica count",
+        deployment.file
+    );
+
+    // CPU utilisation is measured against the pods' CPU request.
+    assert_eq!(
+        value_at(&hpa, &["resource", "name"]).as_deref(),
+        Some("cpu")
+    );
+    assert_eq!(
+        value_at(&hpa, &["target", "type"]).as_deref(),
+        Some("Utilization")
+    );
+    for container in containers(deployment)
+        .iter()
+        .filter(|container| container.runs_airlock())
+    {
+        assert!(
+            value_at(&container.lines, &["resources", "requests", "cpu"]).is_some(),
+            "{}: the airlock container needs a CPU request for the HPA",
+            deployment.file
+        );
+    }
+
+    // A voluntary disruption leaves pods serving.
+    let budgets = of_kind(&documents, "PodDisruptionBudget");
+    assert_eq!(budgets.len(), 1, "expected one PodDisruptionBudget");
+    let unavailable: u32 = value_at(&budgets[0].lines(), &["spec", "maxUnavailable"])
+        .expect("maxUnavailable")
+        .parse()
+        .expect("a number of pods");
+    assert!(
+        unavailable < min,
+        "maxUnavailable {unavailable} could take all {min} pods"
+    );
+}
+
+#[test]
+fn the_secrets_the_pods_mount_are_made_by_the_kustomization() {
+    let documents = documents();
+    let kustomization = of_kind(&documents, "Kustomization")[0].lines();
+    let at = find_key(&kustomization, "secretGenerator").expect("a secretGenerator");
+    let generated: BTreeSet<String> = items(&kustomization, at)
+        .iter()
+        .map(|secret| value_in(secret, "name").expect("a generated secret's name"))
+        .collect();
+    let deployment = airlock_deployment(&documents);
+    let mounted: BTreeSet<String> = deployment
+        .lines()
+        .iter()
+        .filter_map(|line| line.text.strip_prefix("secretName:"))
+        .map(|name| unquote(name.trim()))
+        .collect();
+    assert!(
+        mounted.contains("airlock-state-keys") && mounted.contains("airlock-tokens"),
+        "{}: the pods should mount the state keys and tokens: {mounted:?}",
+        deployment.file
+    );
+    assert_eq!(
+        mounted, generated,
+        "the Secrets the pods mount are not those the kustomization generates"
     );
 }

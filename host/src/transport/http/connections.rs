@@ -145,7 +145,19 @@ pub async fn serve(
             permit,
         ));
     }
-    drop(listener);
+    // Closing the listener resets the connections the kernel has already
+    // established in its backlog, whose clients may have sent a request
+    // (a proxy would then fail it): take them first, as far as the cap allows.
+    for (stream, permit) in queued_connections(listener, &permits) {
+        tokio::spawn(connection(
+            stream,
+            builder.clone(),
+            router.clone(),
+            limits,
+            stopped.clone(),
+            permit,
+        ));
+    }
     let open = limits.max_connections as usize - permits.available_permits();
     if open > 0 {
         tracing::info!(open, "waiting for open connections to finish");
@@ -165,6 +177,33 @@ pub async fn serve(
         );
     }
     Ok(())
+}
+
+/// Accepts, without waiting, every connection already waiting in
+/// `listener`'s backlog for which a permit is free; then closes the listener.
+fn queued_connections(
+    listener: TcpListener,
+    permits: &Arc<Semaphore>,
+) -> Vec<(TcpStream, OwnedSemaphorePermit)> {
+    let mut queued = Vec::new();
+    // The std listener accepts without asking the runtime for readiness,
+    // which it may not have seen yet.
+    let Ok(listener) = listener.into_std() else {
+        return queued;
+    };
+    while let Ok(permit) = permits.clone().try_acquire_owned() {
+        let Ok((stream, _)) = listener.accept() else {
+            break;
+        };
+        match stream
+            .set_nonblocking(true)
+            .and_then(|()| TcpStream::from_std(stream))
+        {
+            Ok(stream) => queued.push((stream, permit)),
+            Err(error) => tracing::debug!(%error, "cannot take a queued connection"),
+        }
+    }
+    queued
 }
 
 /// Errors about one connection (the peer gave up before it was accepted).
@@ -211,9 +250,15 @@ async fn connection(
                 return;
             }
             _ = stop.changed(), if !stopping => {
-                // Finish the request in flight, if any, then close.
+                // Finish the request in flight, if any, then close. hyper
+                // would close a connection that has sent nothing yet at
+                // once, though its request may be on the way: that one is
+                // left to bring it, and the drain's `Connection: close` ends
+                // it after the response (the header timeout, if none comes).
                 stopping = true;
-                conn.as_mut().graceful_shutdown();
+                if activity.has_received() {
+                    conn.as_mut().graceful_shutdown();
+                }
             }
             why = activity.expired() => {
                 tracing::debug!(why, "closing an HTTP connection");
@@ -240,6 +285,8 @@ struct Activity {
     phase: Mutex<Phase>,
     /// Mirrors `phase == Idle` so reads skip the lock in the common case.
     idle: AtomicBool,
+    /// Whether any byte has arrived on the connection.
+    received: AtomicBool,
     /// Wakes the watchdog ([`Activity::expired`]) when the phase changes.
     changed: Notify,
 }
@@ -250,6 +297,7 @@ impl Activity {
             limits,
             phase: Mutex::new(Phase::Head(Instant::now())),
             idle: AtomicBool::new(false),
+            received: AtomicBool::new(false),
             changed: Notify::new(),
         }
     }
@@ -260,8 +308,14 @@ impl Activity {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// Whether any byte has arrived.
+    fn has_received(&self) -> bool {
+        self.received.load(Ordering::Relaxed)
+    }
+
     /// Bytes arrived: an idle connection starts receiving a request head.
     fn on_read(&self) {
+        self.received.store(true, Ordering::Relaxed);
         if !self.idle.load(Ordering::Relaxed) {
             return;
         }
