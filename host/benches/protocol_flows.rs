@@ -28,6 +28,7 @@ use airlock::protocol::{ProtocolSettings, RequestContext, Server};
 use airlock::registry::Registry;
 use airlock::runtime::{Runtime, RuntimeLimits};
 use airlock::state::{KeyRing, StateLimits, StateSealer};
+use airlock::telemetry::Via;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 
@@ -165,7 +166,9 @@ async fn bridged_work_items_flow(legacy: &Legacy, session: &Session) {
         }
     };
     let call = async {
-        let reply = legacy.handle(session, &request, Some(&out)).await;
+        let reply = legacy
+            .handle(session, &request, Some(&out), Via::Stdio)
+            .await;
         drop(out);
         reply
     };

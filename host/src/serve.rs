@@ -17,12 +17,14 @@ use crate::metrics::server as metrics;
 use crate::policy::ProtectedPaths;
 use crate::protocol::tasks::{TaskSettings, Tasks};
 use crate::protocol::{ProtocolSettings, Server};
+use crate::quotas::{Quotas, RateLimit};
 use crate::registry::Registry;
 use crate::sandbox::SandboxSettings;
 use crate::state::{
     InMemoryRedemptions, KeyRing, RedemptionStore, RedisRedemptions, StateLimits, StateSealer,
 };
 use crate::tasks::{EmbeddedStore, MemoryStore, RedisStore, TaskStore};
+use crate::telemetry::{self, TraceSettings};
 use crate::transport::http::ConnectionLimits;
 use crate::transport::{http, stdio};
 
@@ -82,6 +84,11 @@ pub struct ServeConfig {
     pub connections: ConnectionLimits,
     /// Most HTTP sessions of 2025-era clients open at once.
     pub max_sessions: usize,
+    /// Most of those one principal may have open; `None`: no limit of its
+    /// own.
+    pub max_sessions_per_principal: Option<usize>,
+    /// The rate limit on each principal's requests; `None`: none.
+    pub rate_limit: Option<RateLimit>,
     /// How long such a session may stay idle before it ends.
     pub session_idle_timeout: Duration,
     /// Where tasks are kept.
@@ -90,6 +97,8 @@ pub struct ServeConfig {
     pub tasks: TaskSettings,
     /// Where Prometheus metrics are served; `None` keeps none.
     pub metrics_listen: Option<SocketAddr>,
+    /// Where spans are exported; `None` makes none.
+    pub traces: Option<TraceSettings>,
 }
 
 /// Where tasks are kept.
@@ -275,6 +284,7 @@ async fn shutdown_signal() {
 /// SIGTERM (HTTP).
 pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let keys = load_keys(config.state_keys_file.as_deref())?;
+    let traces = config.traces.as_ref().map(telemetry::install).transpose()?;
     let auth = match config.transport {
         Transport::Stdio => {
             if config.tokens_file.is_some() || config.auth.is_set() {
@@ -302,6 +312,8 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     }
     let task_store = config.task_store.open().await?;
     let tasks = Arc::new(Tasks::new(task_store, config.tasks.clone()));
+    let quotas = Arc::new(Quotas::new(config.rate_limit));
+    let _forget_quotas = AbortOnDrop(tokio::spawn(quotas.clone().forget_idle_forever()));
     let server = Arc::new(
         Server::new(
             runtime.clone(),
@@ -309,7 +321,8 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             sealer,
             config.protocol.clone(),
         )?
-        .with_tasks(tasks.clone()),
+        .with_tasks(tasks.clone())
+        .with_quotas(quotas),
     );
     let _stop_tasks = AbortOnDrop(tokio::spawn(tasks.clone().run(server.clone())));
     let updates = live::spawn(
@@ -331,6 +344,9 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             tracing::info!("serving MCP on stdio");
             let served = stdio::serve(server, legacy, config.max_body_bytes).await;
             tasks.hand_back().await;
+            if let Some(traces) = traces {
+                traces.shut_down().await;
+            }
             return served.context("stdio transport failed");
         }
         Transport::Http(address) => address,
@@ -359,7 +375,8 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             max_body_bytes: config.max_body_bytes,
         },
         limits: config.connections,
-        sessions: Sessions::new(config.max_sessions, config.session_idle_timeout),
+        sessions: Sessions::new(config.max_sessions, config.session_idle_timeout)
+            .with_max_per_principal(config.max_sessions_per_principal),
         legacy,
         health: health.clone(),
     };
@@ -368,6 +385,9 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     tracing::info!("listening on http://{address}/mcp");
     let served = http::serve(server, settings, listener, shutdown_signal()).await;
     tasks.hand_back().await;
+    if let Some(traces) = traces {
+        traces.shut_down().await;
+    }
     served.context("HTTP transport failed")
 }
 

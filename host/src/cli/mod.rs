@@ -18,9 +18,11 @@ mod inspect;
 mod legacy;
 mod metrics;
 mod new;
+mod quotas;
 mod sandbox;
 mod serve;
 mod tasks;
+mod telemetry;
 mod values;
 
 use std::ffi::OsString;
@@ -35,9 +37,11 @@ pub use self::inspect::InspectOptions;
 pub use self::legacy::LegacyOptions;
 pub use self::metrics::MetricsOptions;
 pub use self::new::NewOptions;
+pub use self::quotas::QuotaOptions;
 pub use self::sandbox::SandboxOptions;
 pub use self::serve::ServeOptions;
 pub use self::tasks::TaskOptions;
+pub use self::telemetry::TraceOptions;
 use crate::logging::OneLinePerEvent;
 
 /// What `--help` of `serve` and `inspect` ends with.

@@ -8,8 +8,10 @@ use super::access::AccessOptions;
 use super::connections::ConnectionOptions;
 use super::legacy::LegacyOptions;
 use super::metrics::MetricsOptions;
+use super::quotas::QuotaOptions;
 use super::sandbox::{SandboxOptions, saturate};
 use super::tasks::TaskOptions;
+use super::telemetry::TraceOptions;
 use super::values;
 use crate::protocol::ProtocolSettings;
 use crate::registry;
@@ -116,9 +118,15 @@ pub struct ServeOptions {
     /// Tasks: their store, lifetime and limits.
     #[command(flatten)]
     pub tasks: TaskOptions,
+    /// Each caller's request rate and sessions.
+    #[command(flatten)]
+    pub quotas: QuotaOptions,
     /// Prometheus metrics.
     #[command(flatten)]
     pub metrics: MetricsOptions,
+    /// Traces over OTLP.
+    #[command(flatten)]
+    pub traces: TraceOptions,
 }
 
 impl ServeOptions {
@@ -171,10 +179,13 @@ impl ServeOptions {
             allowed_origins: self.access.allowed_origins,
             connections: self.connections.limits(),
             max_sessions: self.legacy.max_sessions as usize,
+            max_sessions_per_principal: self.quotas.max_sessions_per_principal(),
+            rate_limit: self.quotas.rate_limit(),
             session_idle_timeout: self.legacy.session_idle_timeout,
             task_store,
             tasks: self.tasks.settings(),
             metrics_listen: self.metrics.metrics_listen,
+            traces: self.traces.settings(),
         }
     }
 }

@@ -100,6 +100,35 @@ fn the_defaults_are_the_libraries_defaults() {
     assert_eq!(config.relist_every, Duration::from_secs(1));
     assert_eq!(config.max_sessions, 1024);
     assert_eq!(config.session_idle_timeout, Duration::from_secs(1800));
+    assert_eq!(config.rate_limit, None);
+    assert_eq!(config.max_sessions_per_principal, None);
+}
+
+#[test]
+fn quotas_take_a_rate_a_burst_and_a_session_count() {
+    let config = serve(&[
+        "--rate-limit",
+        "600/min",
+        "--max-sessions-per-principal",
+        "3",
+    ]);
+    let limit = config.rate_limit.expect("a rate limit");
+    assert_eq!(
+        limit.to_string(),
+        "600/min (burst 600)",
+        "one period's worth"
+    );
+    assert_eq!(config.max_sessions_per_principal, Some(3));
+    let config = serve(&["--rate-limit", "5/10s", "--rate-limit-burst", "2"]);
+    assert_eq!(
+        config.rate_limit.map(|limit| limit.to_string()),
+        Some("5/10s (burst 2)".to_owned())
+    );
+    assert_eq!(
+        serve(&["--max-sessions-per-principal", "0"]).max_sessions_per_principal,
+        None,
+        "0 is no limit"
+    );
 }
 
 #[test]
@@ -197,6 +226,16 @@ fn bad_values_are_refused_when_parsed() {
             "cannot be used with",
         ),
         (&["--call-timeout-ms", "1000"], "unexpected argument"),
+        (
+            &["--rate-limit", "50"],
+            "is not a rate: write requests per period",
+        ),
+        (&["--rate-limit", "0/s"], "whole number from 1"),
+        (&["--rate-limit-burst", "5"], "--rate-limit <RATE>"),
+        (
+            &["--rate-limit", "5/s", "--rate-limit-burst", "0"],
+            "not in 1..",
+        ),
     ] {
         let message = refusal(list);
         assert!(message.contains(expected), "{list:?}: {message}");
@@ -224,6 +263,34 @@ fn single_use_is_kept_in_memory_or_in_the_redis_named() {
         .single_use,
         shared
     );
+}
+
+#[test]
+fn traces_are_off_unless_an_endpoint_is_given() {
+    assert_eq!(serve(&[]).traces, None);
+    let traces = serve(&["--otlp-endpoint", "http://collector:4318/"])
+        .traces
+        .expect("traces on");
+    assert_eq!(traces.traces_url(), "http://collector:4318/v1/traces");
+    assert_eq!(traces.sample_ratio, 1.0);
+    let sampled = serve(&[
+        "--otlp-endpoint",
+        "http://collector:4318",
+        "--otlp-sample-ratio",
+        "0.25",
+    ]);
+    assert_eq!(sampled.traces.map(|traces| traces.sample_ratio), Some(0.25));
+    for (list, expected) in [
+        (
+            &["--otlp-endpoint", "https://collector:4318"][..],
+            "https is not supported",
+        ),
+        (&["--otlp-endpoint", "collector:4318"], "http://HOST:PORT"),
+        (&["--otlp-sample-ratio", "0.5"], "--otlp-endpoint"),
+    ] {
+        let message = refusal(list);
+        assert!(message.contains(expected), "{list:?}: {message}");
+    }
 }
 
 #[test]

@@ -35,6 +35,7 @@ use crate::protocol::envelope::{self, LogLevel};
 use crate::protocol::jsonrpc::{self, Notification, Request, RpcError, required_str};
 use crate::protocol::subscriptions::{MAX_RESOURCE_SUBSCRIPTIONS, ServerChange};
 use crate::protocol::{Notifier, Reply, Server, check_uri_length};
+use crate::telemetry::{self, Outcome, Via};
 
 /// The revisions a legacy session may negotiate, newest first.
 pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
@@ -105,6 +106,7 @@ impl Legacy {
         let fail = |error: RpcError| Reply {
             body: jsonrpc::encode_error(Some(&request.id), &error),
             http_status: 400,
+            retry_after: None,
         };
         let requested = required_str(&request.params, "protocolVersion").map_err(fail)?;
         let capabilities = match request.params.get("capabilities") {
@@ -140,13 +142,39 @@ impl Legacy {
         let reply = Reply {
             body: jsonrpc::encode_result(&request.id, &result),
             http_status: 200,
+            retry_after: None,
         };
         Ok((session, reply))
     }
 
-    /// Answers one request of a legacy session; server-to-client requests
-    /// and notifications go through `notifier`, before the reply.
+    /// Answers one request of a legacy session, arrived `via`;
+    /// server-to-client requests and notifications go through `notifier`,
+    /// before the reply. With traces, the request has its span.
     pub async fn handle(
+        &self,
+        session: &Session,
+        request: &Request,
+        notifier: Option<&Notifier>,
+        via: Via,
+    ) -> Reply {
+        let incoming = || telemetry::Incoming {
+            method: &request.method,
+            id: &request.id,
+            params: &request.params,
+            protocol_version: Some(session.version()),
+            // The session id is on the wire (`Mcp-Session-Id`) on HTTP only.
+            session: matches!(via, Via::Http(_)).then(|| session.id()),
+            via,
+        };
+        let handled = self.handle_untraced(session, request, notifier);
+        telemetry::serve(incoming, handled, |reply| {
+            Outcome::of_reply(&request.method, &reply.body)
+        })
+        .await
+    }
+
+    /// [`Legacy::handle`], without its span.
+    async fn handle_untraced(
         &self,
         session: &Session,
         request: &Request,
@@ -158,6 +186,7 @@ impl Legacy {
                 Err(error) => jsonrpc::encode_error(Some(&request.id), &error),
             },
             http_status: 200,
+            retry_after: None,
         };
         match request.method.as_str() {
             "ping" => answer(Ok(())),

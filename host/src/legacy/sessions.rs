@@ -1,5 +1,5 @@
-//! The HTTP transport's table of legacy sessions: bounded in number, and
-//! forgetting sessions left idle too long.
+//! The HTTP transport's table of legacy sessions: bounded in number, in
+//! total and per principal, and forgetting sessions left idle too long.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -11,6 +11,7 @@ use super::session::Session;
 pub struct Sessions {
     open: Mutex<HashMap<String, Arc<Session>>>,
     max: usize,
+    max_per_principal: Option<usize>,
     idle_timeout: Duration,
 }
 
@@ -19,16 +20,25 @@ impl std::fmt::Debug for Sessions {
         f.debug_struct("Sessions")
             .field("open", &self.len())
             .field("max", &self.max)
+            .field("max_per_principal", &self.max_per_principal)
             .field("idle_timeout", &self.idle_timeout)
             .finish()
     }
 }
 
-/// The table is full of sessions that are in use.
-#[derive(Debug)]
-pub struct Full {
-    /// The configured maximum.
-    pub max: usize,
+/// Why a session was not added.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Full {
+    /// The table is full of sessions that are in use.
+    Table {
+        /// The most sessions open at once.
+        max: usize,
+    },
+    /// The session's principal has as many sessions open as it may.
+    Principal {
+        /// The most sessions one principal may have open.
+        max: usize,
+    },
 }
 
 impl Sessions {
@@ -38,8 +48,16 @@ impl Sessions {
         Sessions {
             open: Mutex::default(),
             max,
+            max_per_principal: None,
             idle_timeout,
         }
+    }
+
+    /// The same table, where one principal may have at most `max` sessions
+    /// open (`None`: as many as the table holds).
+    pub fn with_max_per_principal(mut self, max: Option<usize>) -> Self {
+        self.max_per_principal = max;
+        self
     }
 
     /// How long a session may stay idle.
@@ -47,13 +65,28 @@ impl Sessions {
         self.idle_timeout
     }
 
-    /// Adds a session. When the table is full, expired sessions end first,
-    /// then the one idle the longest (its client gets 404 and initializes
-    /// again); a session with a request running or its stream open is never
-    /// ended to make room, so when every session is in use the new one is
-    /// refused.
+    /// Adds a session. A principal with as many sessions as it may have is
+    /// refused (its expired sessions end first): only ending one (DELETE) or
+    /// letting one expire makes room. When the table is full, expired
+    /// sessions end first, then the one idle the longest (its client gets
+    /// 404 and initializes again); a session with a request running or its
+    /// stream open is never ended to make room, so when every session is in
+    /// use the new one is refused.
     pub fn insert(&self, session: Arc<Session>) -> Result<(), Full> {
         let mut open = self.lock();
+        if let Some(max) = self.max_per_principal {
+            let principal = session.principal();
+            let held = |open: &HashMap<String, Arc<Session>>| {
+                open.values().filter(|s| s.principal() == principal).count()
+            };
+            if held(&open) >= max {
+                self.expire_in(&mut open);
+            }
+            if held(&open) >= max {
+                crate::metrics::limit_hit(crate::metrics::Limit::SessionsPerPrincipal);
+                return Err(Full::Principal { max });
+            }
+        }
         if open.len() >= self.max {
             self.expire_in(&mut open);
         }
@@ -63,7 +96,7 @@ impl Sessions {
                 .filter_map(|(id, s)| s.idle_for().map(|idle| (idle, id.clone())))
                 .max();
             let Some((idle, id)) = longest_idle else {
-                return Err(Full { max: self.max });
+                return Err(Full::Table { max: self.max });
             };
             tracing::warn!(session = %id, idle_secs = idle.as_secs(), max = self.max,
                 "session ended to make room for a new one (--max-sessions)");
@@ -183,6 +216,31 @@ mod tests {
         assert!(sessions.get(b.id(), "p").is_some(), "the busy one stays");
         assert_eq!(sessions.len(), 2);
         drop(busy_b);
+    }
+
+    #[test]
+    fn a_principal_may_hold_only_its_share() {
+        let sessions = Sessions::new(8, Duration::from_secs(3600)).with_max_per_principal(Some(2));
+        let (a, b) = (session("alice"), session("alice"));
+        sessions.insert(a.clone()).unwrap();
+        sessions.insert(b).unwrap();
+        assert_eq!(
+            sessions.insert(session("alice")),
+            Err(Full::Principal { max: 2 })
+        );
+        sessions.insert(session("bob")).unwrap();
+        assert!(sessions.end(a.id(), "alice"));
+        sessions.insert(session("alice")).unwrap();
+        assert_eq!(sessions.len(), 3);
+    }
+
+    #[test]
+    fn expired_sessions_free_their_principals_share() {
+        let sessions = Sessions::new(8, Duration::ZERO).with_max_per_principal(Some(1));
+        sessions.insert(session("alice")).unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+        sessions.insert(session("alice")).unwrap();
+        assert_eq!(sessions.len(), 1);
     }
 
     #[test]

@@ -83,6 +83,7 @@ const KNOWN_CODES: &[i32] = &[
     codes::HEADER_MISMATCH,
     codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
     codes::UNSUPPORTED_PROTOCOL_VERSION,
+    codes::QUOTA_EXCEEDED,
 ];
 
 /// The value of a label whose real value is not in its bounded set.
@@ -135,6 +136,12 @@ pub enum Limit {
     Output,
     /// The host resources one instance may hold.
     Resources,
+    /// A principal's rate limit (`--rate-limit`): the request was refused.
+    Rate,
+    /// A tool's rate limit (its manifest's): the call was refused.
+    ToolRate,
+    /// The sessions one principal may have open: `initialize` was refused.
+    SessionsPerPrincipal,
 }
 
 impl Limit {
@@ -146,6 +153,9 @@ impl Limit {
             Limit::Fuel => "fuel",
             Limit::Output => "output",
             Limit::Resources => "resources",
+            Limit::Rate => "rate",
+            Limit::ToolRate => "tool_rate",
+            Limit::SessionsPerPrincipal => "sessions_per_principal",
         }
     }
 }
@@ -245,7 +255,7 @@ impl Metrics {
         );
         r.register(
             "airlock_limit_hits",
-            "Calls that failed on one of their limits, by kind",
+            "Calls that failed on one of their limits, and requests refused by a quota, by kind",
             self.limit_hits.clone(),
         );
         r.register(
@@ -386,7 +396,7 @@ fn operation_labels(
 /// Whether the members of a `tools/call` result (as
 /// [`wire::CallToolResult`](crate::protocol::wire::CallToolResult) encodes
 /// them: `isError` last, and only when true) say `isError`.
-fn is_error_result(members: &str) -> bool {
+pub(crate) fn is_error_result(members: &str) -> bool {
     members.ends_with("\"isError\":true}")
 }
 

@@ -20,6 +20,10 @@
 //!
 //! [http]
 //! allow = ["api.example.com", "localhost:8080"]
+//!
+//! [tools.search]            # one tool of the component, by name
+//! rate-limit = "5/s"        # calls per caller: 5/s, 300/min, 2/10s
+//! rate-limit-burst = 10     # calls at once after a quiet time [default: one period's]
 //! ```
 //!
 //! Every section is optional and nothing is granted that is not written
@@ -29,11 +33,13 @@
 //! `max-output-kib` keys are refused with their new form.
 
 use std::collections::BTreeMap;
+use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::quotas;
 use crate::units;
 
 /// A parsed manifest, not yet resolved against the host (see
@@ -53,6 +59,9 @@ pub struct Manifest {
     /// Outbound HTTP the component may make.
     #[serde(default)]
     pub http: Http,
+    /// Settings of single tools of the component, by tool name.
+    #[serde(default)]
+    pub tools: BTreeMap<String, ToolSettings>,
 }
 
 /// `[limits]`.
@@ -118,6 +127,17 @@ pub struct Http {
     /// `host` (default ports 80 and 443) or `host:port` entries.
     #[serde(default)]
     pub allow: Vec<String>,
+}
+
+/// One `[tools.NAME]` table.
+#[derive(Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ToolSettings {
+    /// How often each caller may call the tool (`"5/s"`).
+    #[serde(default, deserialize_with = "quotas::deserialize_rate")]
+    pub rate_limit: Option<quotas::Rate>,
+    /// How many calls each caller may make at once after a quiet time.
+    pub rate_limit_burst: Option<NonZeroU32>,
 }
 
 impl Manifest {
@@ -205,6 +225,10 @@ mod tests {
 
             [http]
             allow = ["example.com", "localhost:8080"]
+
+            [tools.search]
+            rate-limit = "5/s"
+            rate-limit-burst = 10
             "#,
         )
         .unwrap();
@@ -216,6 +240,9 @@ mod tests {
         assert_eq!(manifest.dirs[1].mode, DirMode::ReadWrite);
         assert_eq!(manifest.env["B"].from_env.as_deref(), Some("HOME"));
         assert_eq!(manifest.http.allow.len(), 2);
+        let search = &manifest.tools["search"];
+        assert_eq!(search.rate_limit, Some("5/s".parse().unwrap()));
+        assert_eq!(search.rate_limit_burst.map(NonZeroU32::get), Some(10));
     }
 
     #[test]
@@ -244,6 +271,12 @@ mod tests {
             ),
             ("[env]\nA = { from = \"B\" }\n", "unknown field `from`"),
             ("[limits]\nfuel = -1\n", "invalid value"),
+            (
+                "[tools.t]\nrate-limit = \"5\"\n",
+                "`5` is not a rate: write requests per period",
+            ),
+            ("[tools.t]\nrate-limit-burst = 0\n", "nonzero"),
+            ("[tools.t]\nrate = \"5/s\"\n", "unknown field `rate`"),
         ] {
             let err = parse(text).unwrap_err();
             assert!(err.starts_with("tool.toml:"), "{err}");

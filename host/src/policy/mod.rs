@@ -19,6 +19,7 @@ use std::time::Duration;
 
 pub use self::grants::{GrantedDir, ProtectedPaths};
 use self::manifest::{DirMode, Manifest};
+use crate::quotas::RateLimit;
 use crate::units::{format_duration, format_size};
 
 /// The smallest `[limits] memory` a manifest may ask (the server's
@@ -69,6 +70,9 @@ pub struct Policy {
     pub http: Arc<HttpAllowList>,
     /// The limits every call of the component runs under.
     pub limits: CallLimits,
+    /// How often each caller may call a tool of the component, by tool
+    /// name, for the tools its manifest limits.
+    pub rate_limits: BTreeMap<String, RateLimit>,
 }
 
 /// Per-call limits of one component.
@@ -188,6 +192,7 @@ impl Policy {
             env: Vec::new(),
             http: Arc::default(),
             limits: defaults.clone(),
+            rate_limits: BTreeMap::new(),
         }
     }
 
@@ -322,6 +327,21 @@ impl Policy {
             policy.env.push((name.clone(), value));
         }
         policy.http = Arc::new(HttpAllowList::parse(&manifest.http.allow)?);
+        for (tool, settings) in &manifest.tools {
+            match (settings.rate_limit, settings.rate_limit_burst) {
+                (Some(rate), burst) => {
+                    policy
+                        .rate_limits
+                        .insert(tool.clone(), RateLimit::new(rate, burst));
+                }
+                (None, Some(_)) => {
+                    return Err(format!(
+                        "[tools.{tool}] rate-limit-burst needs a rate-limit"
+                    ));
+                }
+                (None, None) => {}
+            }
+        }
         Ok(policy)
     }
 
@@ -372,6 +392,9 @@ impl Policy {
                 .max_concurrent
                 .map_or("server limit".to_owned(), |n| n.to_string()),
         ));
+        for (tool, limit) in &self.rate_limits {
+            lines.push(format!("rate limit: tool {tool}, {limit} per caller"));
+        }
         lines
     }
 }
@@ -384,6 +407,7 @@ impl std::fmt::Debug for Policy {
             .field("env", &self.env.iter().map(|(n, _)| n).collect::<Vec<_>>())
             .field("http", &self.http)
             .field("limits", &self.limits)
+            .field("rate_limits", &self.rate_limits)
             .finish()
     }
 }
@@ -442,6 +466,8 @@ mod tests {
             TOKEN = { secret = "token" }
             [http]
             allow = ["Example.com", "localhost:8080"]
+            [tools.search]
+            rate-limit = "5/s"
             "#,
             &dir,
         )
@@ -466,6 +492,10 @@ mod tests {
         assert!(!policy.http.allows("evil.example.com", 443));
         let described = policy.describe().join("\n");
         assert!(described.contains("PLAIN, TOKEN"), "{described}");
+        assert!(
+            described.contains("rate limit: tool search, 5/s (burst 5) per caller"),
+            "{described}"
+        );
         assert!(!described.contains("s3cret"), "{described}");
         assert!(!format!("{policy:?}").contains("s3cret"));
     }
@@ -524,6 +554,10 @@ mod tests {
             (
                 "[http]\nallow = [\"example.com:http\"]\n",
                 "not `host` or `host:port`",
+            ),
+            (
+                "[tools.t]\nrate-limit-burst = 3\n",
+                "[tools.t] rate-limit-burst needs a rate-limit",
             ),
         ] {
             let err = resolve(text, &dir).unwrap_err();

@@ -9,6 +9,8 @@
 //! is: a result's own members, the input requests one by one, the error's
 //! code; nothing is encoded to be parsed again.
 
+use std::time::Duration;
+
 use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::value::RawValue;
@@ -23,6 +25,9 @@ pub struct Reply {
     pub body: Vec<u8>,
     /// The HTTP status Streamable HTTP pairs with it.
     pub http_status: u16,
+    /// When the client may try again (`Retry-After`), for an error that
+    /// says.
+    pub retry_after: Option<Duration>,
 }
 
 impl Reply {
@@ -31,6 +36,7 @@ impl Reply {
         Reply {
             body: Vec::new(),
             http_status: 202,
+            retry_after: None,
         }
     }
 }
@@ -137,18 +143,22 @@ impl Answer {
             Answer::Complete(complete) => Reply {
                 body: encode_complete(id, complete, server_info),
                 http_status: 200,
+                retry_after: None,
             },
             Answer::InputRequired(required) => Reply {
                 body: encode_input_required(id, required, server_info),
                 http_status: 200,
+                retry_after: None,
             },
             Answer::Task(members) => Reply {
                 body: encode_task(id, members, server_info),
                 http_status: 200,
+                retry_after: None,
             },
             Answer::Error(error) => Reply {
                 body: jsonrpc::encode_error(Some(id), error),
                 http_status: error.http_status,
+                retry_after: error.retry_after,
             },
         }
     }

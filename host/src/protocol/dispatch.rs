@@ -26,9 +26,11 @@ use super::subscriptions::{self, ServerChange, Subscriptions};
 use super::tasks::{self, Tasks};
 use super::tools::ToolCall;
 use crate::metrics;
+use crate::quotas::{Quotas, Refused};
 use crate::registry::Registry;
 use crate::runtime::Runtime;
 use crate::state::StateSealer;
+use crate::telemetry;
 
 /// The MCP server: everything needed to answer a request.
 pub struct Server {
@@ -42,6 +44,8 @@ pub struct Server {
     server_info: Box<RawValue>,
     /// Tasks (the tasks extension), when this server runs them.
     tasks: Option<Arc<Tasks>>,
+    /// The rate limits requests and tool calls are admitted by.
+    quotas: Arc<Quotas>,
 }
 
 impl Server {
@@ -67,6 +71,7 @@ impl Server {
             shutdown: watch::Sender::new(false),
             server_info,
             tasks: None,
+            quotas: Arc::default(),
         })
     }
 
@@ -74,6 +79,13 @@ impl Server {
     /// tasks extension). Start [`Tasks::run`] beside it.
     pub fn with_tasks(mut self, tasks: Arc<Tasks>) -> Self {
         self.tasks = Some(tasks);
+        self
+    }
+
+    /// The same server, admitting requests by `quotas` (without, only the
+    /// tools' own rate limits apply).
+    pub fn with_quotas(mut self, quotas: Arc<Quotas>) -> Self {
+        self.quotas = quotas;
         self
     }
 
@@ -226,8 +238,38 @@ impl Server {
     }
 
     /// Answers one request, typed: the entry point of the 2026-07-28
-    /// pipeline for anything that puts the answer on the wire itself.
+    /// pipeline for anything that puts the answer on the wire itself. With
+    /// traces, the request has its span.
     pub async fn answer(
+        &self,
+        request: &Request,
+        context: RequestContext<'_>,
+        notifier: Option<&Notifier>,
+    ) -> Answer {
+        let incoming = || telemetry::Incoming {
+            method: &request.method,
+            id: &request.id,
+            params: &request.params,
+            protocol_version: request
+                .params
+                .get("_meta")
+                .and_then(|meta| meta.get(envelope::META_PROTOCOL_VERSION))
+                .and_then(Value::as_str),
+            via: match context.headers {
+                Some(headers) => telemetry::Via::http(headers.all),
+                None => telemetry::Via::Stdio,
+            },
+            session: None,
+        };
+        let answered = self.answer_untraced(request, context, notifier);
+        telemetry::serve(incoming, answered, |answer| {
+            traced_outcome(&request.method, answer)
+        })
+        .await
+    }
+
+    /// [`Server::answer`], without its span.
+    async fn answer_untraced(
         &self,
         request: &Request,
         context: RequestContext<'_>,
@@ -253,6 +295,7 @@ impl Server {
         context: RequestContext<'_>,
         notifier: Option<&Notifier>,
     ) -> Result<Answer, RpcError> {
+        self.quotas.admit(context.principal).map_err(over_quota)?;
         let meta =
             envelope::check_envelope(&request.method, &request.params, context.headers.as_ref())?;
         let catalog = self.catalog();
@@ -261,6 +304,7 @@ impl Server {
             "server/discover" => Ok(self.discover()),
             "tools/list" => self.list(request, &catalog.tools, "tools"),
             "tools/call" => {
+                self.admit_call(request, catalog, context.principal)?;
                 run_round::<ToolCall>(self.services(), request, catalog, &meta, context, notifier)
                     .await
             }
@@ -310,6 +354,30 @@ impl Server {
         }
     }
 
+    /// Admits a `tools/call` by its tool's rate limit, if the tool has one
+    /// (an unknown tool is left to the call to refuse).
+    fn admit_call(
+        &self,
+        request: &Request,
+        catalog: &Catalog,
+        principal: &str,
+    ) -> Result<(), RpcError> {
+        let Some(name) = request.params.get("name").and_then(Value::as_str) else {
+            return Ok(());
+        };
+        match catalog
+            .registry
+            .find(name)
+            .and_then(|tool| tool.rate_limit())
+        {
+            Some(limit) => self
+                .quotas
+                .admit_call(principal, name, limit)
+                .map_err(over_quota),
+            None => Ok(()),
+        }
+    }
+
     /// `tools/list`, `prompts/list`, `resources/list` and
     /// `resources/templates/list`: the page of `pages` the request's cursor
     /// names, as `{field: [...]}`, the same for every caller.
@@ -340,6 +408,45 @@ impl Server {
             instructions: self.settings.instructions.as_deref(),
         };
         Answer::complete(&discover).cached(self.settings.list_ttl_ms, "public")
+    }
+}
+
+/// The error for a request over a rate limit: HTTP 429 with `Retry-After`,
+/// and the limit and the wait in `data`.
+fn over_quota(refused: Refused) -> RpcError {
+    tracing::debug!(%refused, "request refused");
+    let (kind, limit) = match refused.tool {
+        Some(_) => (metrics::Limit::ToolRate, "tool-rate-limit"),
+        None => (metrics::Limit::Rate, "rate-limit"),
+    };
+    metrics::limit_hit(kind);
+    let mut data = json!({
+        "limit": limit,
+        "rate": refused.limit.rate.to_string(),
+        "burst": refused.limit.burst,
+        "retryAfterMs": refused.retry_after_ms(),
+    });
+    if let Some(tool) = &refused.tool {
+        data["tool"] = json!(tool);
+    }
+    RpcError::quota_exceeded(refused.to_string())
+        .with_data(data)
+        .with_retry_after(refused.retry_after)
+}
+
+/// How `answer`, the answer to a `method` request, ends the request's span.
+fn traced_outcome(method: &str, answer: &Answer) -> telemetry::Outcome {
+    match answer {
+        Answer::Error(error) => telemetry::Outcome::Error {
+            code: error.code,
+            message: error.message.clone(),
+        },
+        Answer::Complete(complete)
+            if method == "tools/call" && metrics::is_error_result(&complete.members) =>
+        {
+            telemetry::Outcome::ToolError
+        }
+        _ => telemetry::Outcome::Ok,
     }
 }
 

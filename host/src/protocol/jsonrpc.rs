@@ -6,6 +6,8 @@
 //! response echoes them unchanged. Other numbers (fractions, integers too
 //! large to echo exactly) are refused.
 
+use std::time::Duration;
+
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -27,6 +29,9 @@ pub mod codes {
     pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i32 = -32021;
     /// The requested protocol version is not supported.
     pub const UNSUPPORTED_PROTOCOL_VERSION: i32 = -32022;
+    /// Airlock's own, outside the ranges JSON-RPC and MCP reserve: a quota
+    /// of the caller is used up (a rate limit, its sessions).
+    pub const QUOTA_EXCEEDED: i32 = -31429;
 }
 
 /// A JSON-RPC error, with the HTTP status Streamable HTTP pairs it with.
@@ -40,6 +45,9 @@ pub struct RpcError {
     pub data: Option<Value>,
     /// HTTP status on Streamable HTTP (ignored on stdio).
     pub http_status: u16,
+    /// When the client may try again, if known: `Retry-After` on
+    /// Streamable HTTP.
+    pub retry_after: Option<Duration>,
 }
 
 impl RpcError {
@@ -50,6 +58,7 @@ impl RpcError {
             message: message.into(),
             data: None,
             http_status: 200,
+            retry_after: None,
         }
     }
 
@@ -63,6 +72,17 @@ impl RpcError {
     pub fn with_status(mut self, status: u16) -> Self {
         self.http_status = status;
         self
+    }
+
+    /// Says when the client may try again.
+    pub fn with_retry_after(mut self, after: Duration) -> Self {
+        self.retry_after = Some(after);
+        self
+    }
+
+    /// -31429, HTTP 429: a quota of the caller is used up.
+    pub fn quota_exceeded(message: impl Into<String>) -> Self {
+        Self::new(codes::QUOTA_EXCEEDED, message).with_status(429)
     }
 
     /// -32700, HTTP 400.

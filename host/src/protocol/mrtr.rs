@@ -36,6 +36,7 @@ use super::tasks::TaskStart;
 use super::wire;
 use crate::runtime::{self, CallError, EventSink, GuestEvent, Runtime, wit};
 use crate::state::Binding;
+use crate::telemetry::ChildSpan;
 
 /// What a multi-round request is about, for its messages.
 #[derive(Debug, Clone, Copy)]
@@ -247,7 +248,10 @@ fn open_round<'b>(
         None => (1, None),
         Some(Value::String(token)) => {
             let binding = binding();
-            let opened = services.sealer.open(token, &binding).map_err(|e| {
+            let opening = ChildSpan::start("open");
+            let opened = services.sealer.open(token, &binding);
+            opening.end(&opened);
+            let opened = opened.map_err(|e| {
                     crate::metrics::state_refused(&e);
                     if !e.is_client_error() {
                         // Single-use mode could not record the token: fail closed.
@@ -304,7 +308,10 @@ fn input_required(
         Ok(requests) => requests,
         Err(why) => return Ok(Err(why)),
     };
-    let request_state = match services.sealer.seal(binding, round, input.state.as_deref()) {
+    let sealing = ChildSpan::start("seal");
+    let sealed = services.sealer.seal(binding, round, input.state.as_deref());
+    sealing.end(&sealed);
+    let request_state = match sealed {
         Ok(token) => token,
         Err(error) => {
             crate::metrics::state_refused(&error);

@@ -132,6 +132,17 @@ impl<T> Served<T> {
     }
 }
 
+impl ToolEntry {
+    /// How often each caller may call this tool, if its manifest limits it.
+    pub fn rate_limit(&self) -> Option<crate::quotas::RateLimit> {
+        self.component()
+            .policy()
+            .rate_limits
+            .get(&*self.key)
+            .copied()
+    }
+}
+
 impl<T> std::fmt::Debug for Served<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Served")

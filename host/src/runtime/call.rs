@@ -35,6 +35,7 @@ use super::stderr::StderrTail;
 use super::store::{CallState, CallStore};
 use crate::metrics;
 use crate::policy::{CallLimits, Policy};
+use crate::telemetry::ChildSpan;
 
 impl Runtime {
     /// Waits for a concurrency permit, up to `deadline` (`timeout` is the
@@ -305,13 +306,17 @@ impl Runtime {
             self.new_store(label, deadline, events, Some((&component.source, policy)))?;
         call.limits.timeout = timeout;
         let store = &mut call.store;
+        // Ended once the call's outcome is classified (a deadline, the
+        // memory cap, a trap).
+        let mut guest_call = None;
         let result = within(deadline, async {
             let started = metrics::started();
-            let func = component
-                .instantiate::<P, O>(&mut *store, export)
-                .await
-                .map_err(Failure::Start)?;
+            let instantiating = ChildSpan::start("instantiate");
+            let func = component.instantiate::<P, O>(&mut *store, export).await;
+            instantiating.end(&func);
+            let func = func.map_err(Failure::Start)?;
             metrics::instantiated(started);
+            guest_call = Some(ChildSpan::start("guest call"));
             let (output,) = func
                 .call_async(&mut *store, params)
                 .await
@@ -323,6 +328,9 @@ impl Runtime {
         let (result, stderr, label) = self.finish(call, permit, result, |output: &O| {
             output.counts().check(&limits)
         });
+        if let Some(span) = guest_call {
+            span.end(&result);
+        }
         if let Err(err) = &result {
             log_failure(&label, &component.source, err, &stderr);
             metrics::call_failed(err);

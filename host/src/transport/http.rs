@@ -55,10 +55,11 @@ use tokio::sync::mpsc;
 
 use self::admission::{Principal, admitted};
 use crate::auth::metadata::WELL_KNOWN_PATH;
-use crate::legacy::{self, Legacy, Session, Sessions};
+use crate::legacy::{self, Full, Legacy, Session, Sessions};
 use crate::protocol::envelope::{self, MirroredHeaders};
 use crate::protocol::jsonrpc::{self, Incoming, Request, RpcError};
 use crate::protocol::{Notifier, Reply, RequestContext, Server};
+use crate::telemetry::Via;
 
 pub mod admission;
 pub mod connections;
@@ -224,10 +225,22 @@ fn reply_response(reply: Reply) -> Response {
     if reply.body.is_empty() {
         return StatusCode::ACCEPTED.into_response();
     }
-    json_response(
+    let mut response = json_response(
         StatusCode::from_u16(reply.http_status).unwrap_or(StatusCode::OK),
         reply.body,
-    )
+    );
+    if let Some(after) = reply.retry_after {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(whole_seconds(after)));
+    }
+    response
+}
+
+/// A `Retry-After` value: whole seconds, rounded up, at least 1.
+fn whole_seconds(after: Duration) -> u64 {
+    let seconds = after.as_nanos().div_ceil(1_000_000_000);
+    u64::try_from(seconds).unwrap_or(u64::MAX).max(1)
 }
 
 fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -501,15 +514,29 @@ fn open_session(app: &App, request: &Request, principal: &str) -> Response {
     };
     let id = HeaderValue::from_str(session.id()).expect("session ids are visible ASCII");
     if let Err(full) = app.sessions.insert(Arc::new(session)) {
-        tracing::warn!(max = full.max, "initialize refused: too many sessions");
-        return error_response(
-            StatusCode::SERVICE_UNAVAILABLE,
-            Some(&request.id),
-            &RpcError::internal(format!(
-                "Server busy: {} sessions are open, the most allowed; try again later",
-                full.max
-            )),
-        );
+        let error = match full {
+            Full::Table { max } => {
+                tracing::warn!(max, "initialize refused: too many sessions");
+                RpcError::internal(format!(
+                    "Server busy: {max} sessions are open, the most allowed; try again later"
+                ))
+                .with_status(503)
+            }
+            Full::Principal { max } => {
+                tracing::info!(
+                    max,
+                    principal,
+                    "initialize refused: the caller's sessions are at --max-sessions-per-principal"
+                );
+                RpcError::quota_exceeded(format!(
+                    "Too many sessions: a caller may have at most {max} open; end one (DELETE) \
+                     or let one expire, then initialize again"
+                ))
+                .with_data(serde_json::json!({ "limit": "sessions-per-principal", "max": max }))
+            }
+        };
+        let status = StatusCode::from_u16(error.http_status).unwrap_or(StatusCode::OK);
+        return error_response(status, Some(&request.id), &error);
     }
     let mut response = reply_response(reply);
     response.headers_mut().insert(SESSION_HEADER, id);
@@ -548,9 +575,10 @@ async fn session_post(
         Incoming::Request(request) => request,
     };
     let legacy = app.legacy.clone();
+    let via = Via::http(Some(headers));
     let run = move |notifier: Option<Notifier>| async move {
         let (registration, _tracked) = session.track(&request.id);
-        let serve = legacy.handle(&session, &request, notifier.as_ref());
+        let serve = legacy.handle(&session, &request, notifier.as_ref(), via);
         Abortable::new(serve, registration)
             .await
             .unwrap_or_else(|_cancelled| Reply::none())

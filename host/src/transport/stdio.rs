@@ -27,6 +27,7 @@ use crate::auth;
 use crate::legacy::{self, Legacy, Session};
 use crate::protocol::jsonrpc::{self, Incoming, RpcError};
 use crate::protocol::{RequestContext, Server};
+use crate::telemetry::Via;
 
 /// Serves on this process's stdin and stdout until stdin closes.
 pub async fn serve(
@@ -136,7 +137,11 @@ pub async fn serve_streams(
                     .filter(|_| !legacy::carries_modern_envelope(&request.params));
                 let handle = tasks.spawn(async move {
                     let reply = match session {
-                        Some(session) => adapter.handle(&session, &request, Some(&out)).await,
+                        Some(session) => {
+                            adapter
+                                .handle(&session, &request, Some(&out), Via::Stdio)
+                                .await
+                        }
                         None => {
                             let context = RequestContext {
                                 principal: auth::STDIO,
