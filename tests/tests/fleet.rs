@@ -307,6 +307,28 @@ fn wait_for_calls(tally: &Tally, from: usize, more: usize) {
     });
 }
 
+/// Runs the clients against `url` until `during` returns (or panics),
+/// starting it once every client has completed two calls; the tally of the
+/// whole run.
+fn under_load(url: &str, during: impl FnOnce(&Tally)) -> Tally {
+    /// Stops the clients when dropped, also while a failed check unwinds.
+    struct StopClients<'a>(&'a AtomicBool);
+    impl Drop for StopClients<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    let tally = Tally::default();
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| load(url, &tally, &stop));
+        let _stop = StopClients(&stop);
+        wait_for_calls(&tally, 0, 2 * CLIENTS);
+        during(&tally);
+    });
+    tally
+}
+
 /// The host whose count went up by one between `before` and `after`.
 #[track_caller]
 fn the_host_that_answered(before: &[u64], after: &[u64]) -> usize {
@@ -428,19 +450,14 @@ fn rounds_cross_hosts_state_opens_once_and_prometheus_counts_every_call() {
 fn a_host_killed_mid_run_loses_no_call() {
     let mut fleet = Fleet::start(SingleUse::Off);
     let url = fleet.nginx.url();
-    let tally = Tally::default();
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|scope| {
-        scope.spawn(|| load(&url, &tally, &stop));
-        wait_for_calls(&tally, 0, 2 * CLIENTS);
+    let tally = under_load(&url, |tally| {
         assert!(
             fleet.hosts[1].calls_answered() > 0,
             "the host to kill should be serving"
         );
         fleet.hosts[1].server.kill();
         let at_kill = tally.completed.load(Ordering::Relaxed);
-        wait_for_calls(&tally, at_kill, CALLS_AFTER * CLIENTS);
-        stop.store(true, Ordering::Relaxed);
+        wait_for_calls(tally, at_kill, CALLS_AFTER * CLIENTS);
     });
     let lost = tally.lost_calls.into_inner().unwrap();
     assert!(lost.is_empty(), "calls lost: {lost:#?}");
@@ -457,17 +474,12 @@ fn a_host_killed_mid_run_loses_no_call() {
 fn a_rolling_restart_under_load_fails_no_request() {
     let mut fleet = Fleet::start(SingleUse::Redis);
     let url = fleet.nginx.url();
-    let tally = Tally::default();
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|scope| {
-        scope.spawn(|| load(&url, &tally, &stop));
-        wait_for_calls(&tally, 0, 2 * CLIENTS);
+    let tally = under_load(&url, |tally| {
         for index in 0..HOSTS {
             fleet.restart(index);
             let restarted = tally.completed.load(Ordering::Relaxed);
-            wait_for_calls(&tally, restarted, CALLS_AFTER * CLIENTS);
+            wait_for_calls(tally, restarted, CALLS_AFTER * CLIENTS);
         }
-        stop.store(true, Ordering::Relaxed);
     });
     let failed = tally.failed_rounds.into_inner().unwrap();
     assert!(failed.is_empty(), "requests failed: {failed:#?}");

@@ -103,6 +103,16 @@ pub async fn serve(
     let mut builder = http1::Builder::new();
     // No hyper timer: the timeouts are ours (see the module docs).
     builder.keep_alive(true).header_read_timeout(None);
+    let serve_connection = |stream: TcpStream, permit: OwnedSemaphorePermit| {
+        tokio::spawn(connection(
+            stream,
+            builder.clone(),
+            router.clone(),
+            limits,
+            stopped.clone(),
+            permit,
+        ));
+    };
     let mut last_full_warning: Option<Instant> = None;
     tokio::pin!(shutdown);
     loop {
@@ -136,27 +146,13 @@ pub async fn serve(
                 }
             },
         };
-        tokio::spawn(connection(
-            stream,
-            builder.clone(),
-            router.clone(),
-            limits,
-            stopped.clone(),
-            permit,
-        ));
+        serve_connection(stream, permit);
     }
     // Closing the listener resets the connections the kernel has already
     // established in its backlog, whose clients may have sent a request
     // (a proxy would then fail it): take them first, as far as the cap allows.
     for (stream, permit) in queued_connections(listener, &permits) {
-        tokio::spawn(connection(
-            stream,
-            builder.clone(),
-            router.clone(),
-            limits,
-            stopped.clone(),
-            permit,
-        ));
+        serve_connection(stream, permit);
     }
     let open = limits.max_connections as usize - permits.available_permits();
     if open > 0 {
