@@ -85,6 +85,12 @@ impl Default for ConnectionLimits {
 /// not about one connection (e.g. out of file descriptors).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
+/// On shutdown, how long a connection that has sent nothing yet may take
+/// to bring its request before it is closed: long enough for a request a
+/// proxy had already sent when it opened the connection, short enough that
+/// a client holding connections open in reserve does not hold up the exit.
+const SILENT_CONNECTION_GRACE: Duration = Duration::from_secs(1);
+
 /// How often at most the "connection limit reached" warning is logged.
 const FULL_WARNING_EVERY: Duration = Duration::from_secs(10);
 
@@ -237,6 +243,8 @@ async fn connection(
     let conn = builder.serve_connection(io, service);
     tokio::pin!(conn);
     let mut stopping = false;
+    // Set while a connection that has sent nothing is given its last chance.
+    let mut silent_until: Option<Instant> = None;
     loop {
         tokio::select! {
             result = conn.as_mut() => {
@@ -248,19 +256,37 @@ async fn connection(
             _ = stop.changed(), if !stopping => {
                 // Finish the request in flight, if any, then close. hyper
                 // would close a connection that has sent nothing yet at
-                // once, though its request may be on the way: that one is
-                // left to bring it, and the drain's `Connection: close` ends
-                // it after the response (the header timeout, if none comes).
+                // once, though its request may be on the way: that one gets
+                // `SILENT_CONNECTION_GRACE` to bring it (the drain's
+                // `Connection: close` then ends it after the response).
                 stopping = true;
                 if activity.has_received() {
                     conn.as_mut().graceful_shutdown();
+                } else {
+                    silent_until = Some(Instant::now() + SILENT_CONNECTION_GRACE);
                 }
+            }
+            () = sleep_until_some(silent_until) => {
+                if !activity.has_received() {
+                    tracing::debug!("closing an HTTP connection that sent nothing before shutdown");
+                    return;
+                }
+                silent_until = None;
+                conn.as_mut().graceful_shutdown();
             }
             why = activity.expired() => {
                 tracing::debug!(why, "closing an HTTP connection");
                 return;
             }
         }
+    }
+}
+
+/// Completes at `at`, or never when there is no instant.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 
