@@ -95,6 +95,20 @@ pub fn format_size(bytes: u64) -> String {
     format!("{}{name}", bytes / factor)
 }
 
+/// `bytes` rounded for a person to read (`12.4 MiB`, `640 KiB`, `512 B`),
+/// where [`format_size`] is exact.
+pub fn format_size_approx(bytes: u64) -> String {
+    const KIB: f64 = 1024.0;
+    let b = bytes as f64;
+    if b >= KIB * KIB {
+        format!("{:.1} MiB", b / (KIB * KIB))
+    } else if b >= KIB {
+        format!("{:.0} KiB", b / KIB)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
 /// Deserializes an optional duration written as a string with its unit
 /// (for `#[serde(default, deserialize_with = ...)]`).
 pub fn deserialize_duration<'de, D: Deserializer<'de>>(
@@ -155,6 +169,13 @@ impl<T> Visitor<'_> for WithUnit<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn approximate_sizes_read_as_a_person_would_write_them() {
+        assert_eq!(format_size_approx(512), "512 B");
+        assert_eq!(format_size_approx(640 << 10), "640 KiB");
+        assert_eq!(format_size_approx(13_002_342), "12.4 MiB");
+    }
 
     #[test]
     fn durations_need_their_unit() {

@@ -21,6 +21,9 @@ pub(crate) struct Component {
     pub(crate) checked: CheckedComponent,
     /// What it serves (validated).
     pub(crate) listing: Listing,
+    /// Whether it was compiled now (and how long that took) or taken from
+    /// the cache.
+    pub(crate) origin: Origin,
 }
 
 /// What identifies one version of a file without reading it: its size,
@@ -109,6 +112,7 @@ impl Component {
             stamp,
             checked,
             listing,
+            origin,
         })
     }
 
@@ -125,6 +129,7 @@ impl Component {
             stamp: self.stamp.clone(),
             checked: self.checked.clone(),
             listing,
+            origin: self.origin,
         })
     }
 }

@@ -24,6 +24,7 @@
 
 pub mod cache;
 mod component;
+pub mod footprint;
 pub mod reload;
 pub mod uri_template;
 pub mod validate;
@@ -42,6 +43,7 @@ use crate::runtime::{
     CallError, CheckedComponent, EventSink, Runtime, wit, wit_completions, wit_prompts,
     wit_resources,
 };
+use crate::units::{format_size, format_size_approx};
 
 pub use self::cache::default_cache_dir;
 
@@ -497,12 +499,31 @@ pub async fn describe_component(
     runtime: &Arc<Runtime>,
     path: &Path,
 ) -> Result<Vec<String>, String> {
+    let footprint = footprint::Footprint::of(path)?;
     let component = Component::load(runtime, path, None).await?;
     let listing = &component.listing;
-    let mut lines = vec![format!(
+    let mut lines = vec![
+        format!(
+            "size: {} ({} bytes, {} core modules)",
+            format_size_approx(footprint.file_bytes),
+            footprint.file_bytes,
+            footprint.core_modules
+        ),
+        format!(
+            "memory: starts with {} of linear memory; may grow to {} (its memory limit)",
+            format_size_approx(footprint.initial_memory_bytes),
+            format_size(component.checked.policy().limits.memory_bytes as u64)
+        ),
+    ];
+    if let cache::Origin::Compiled { millis } = component.origin {
+        lines.push(format!(
+            "compile: {millis} ms (the compile cache makes later starts load it instead)"
+        ));
+    }
+    lines.push(format!(
         "exports: {}",
         component.checked.exported_interfaces().join(", ")
-    )];
+    ));
     for tool in &listing.tools {
         lines.push(format!("tool {}: {}", tool.name, tool.description));
     }
