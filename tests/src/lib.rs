@@ -12,6 +12,7 @@ pub mod flows;
 pub mod hostile;
 pub mod http;
 pub mod jwt;
+pub mod language_tools;
 pub mod legacy;
 pub mod mcp;
 pub mod nginx;

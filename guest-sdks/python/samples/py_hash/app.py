@@ -1,4 +1,4 @@
-"""`py_sha256`: a plain tool. Hashes text with SHA-256 and returns the hex
+"""`sha256`: a plain tool. Hashes text with SHA-256 and returns the hex
 digest, like the Rust `hash` sample's `sha256`."""
 
 import hashlib
@@ -9,7 +9,7 @@ from airlock_guest import Tools  # noqa: F401  (the component's export)
 
 @airlock.tool(
     "Returns the SHA-256 digest of a text (UTF-8), in lowercase hex.",
-    name="py_sha256",
+    name="sha256",
     title="SHA-256 (Python)",
     input_schema={
         "type": "object",
