@@ -1,0 +1,305 @@
+// Types of the JavaScript guest SDK (index.js). Tools written in TypeScript
+// check against these; componentize-js itself takes the bundled JavaScript.
+
+/** Any JSON value. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** A JSON object (tool arguments, form answers). */
+export type JsonObject = { [key: string]: Json };
+
+// ---------------------------------------------------------------- results
+
+/** The complete result of a tool call, built up block by block; methods chain. */
+export class Result {
+  content: unknown[];
+  structured: string | undefined;
+  isError: boolean;
+  /** A result with one text block. */
+  static text(text: string): Result;
+  /** An error result the model can read and correct. */
+  static error(message: string): Result;
+  /** A result with `value` as text and as structured content. */
+  static json(value: Json): Result;
+  withText(text: string): this;
+  withImage(data: ArrayLike<number>, mimeType: string): this;
+  withAudio(data: ArrayLike<number>, mimeType: string): this;
+  withResourceLink(
+    uri: string,
+    name: string,
+    options?: { title?: string; description?: string; mimeType?: string; size?: number },
+  ): this;
+  /** An embedded resource: text for a string, a blob for bytes. */
+  withResource(uri: string, body: string | ArrayLike<number>, mimeType?: string): this;
+  /** Structured content (checked against the tool's `outputSchema` by clients). */
+  withStructured(value: Json): this;
+}
+
+// ---------------------------------------------------------------- asking for input
+
+/** A request for a completion from the client's model; methods chain. */
+export class Sampling {
+  constructor(
+    maxTokens: number,
+    options?: { systemPrompt?: string; temperature?: number; modelHints?: string[]; stopSequences?: string[] },
+  );
+  user(text: string): this;
+  assistant(text: string): this;
+  message(role: "user" | "assistant", text: string): this;
+}
+
+/** What the client can answer: forms, URLs, sampling, roots, tasks. */
+export interface ClientCapabilities {
+  canElicitForm: boolean;
+  canElicitUrl: boolean;
+  canSample: boolean;
+  canSampleWithTools: boolean;
+  canSampleWithContext: boolean;
+  canListRoots: boolean;
+  canUseTasks: boolean;
+}
+
+/**
+ * What a round needs before the call can finish: requests to the client by
+ * key, and state for the next round (sealed by Airlock). Methods chain.
+ */
+export class InputRequired {
+  /** Asks for a form; `schema` is a JSON schema of flat properties. */
+  elicitForm(key: string, message: string, schema: JsonObject | string): this;
+  /** Asks the user to visit `url` (e.g. to sign in somewhere). */
+  elicitUrl(key: string, message: string, url: string): this;
+  /** Asks the client's model. */
+  sample(key: string, sampling: Sampling): this;
+  /** Asks for the client's roots. */
+  listRoots(key: string): this;
+  /** State for the next round, as JSON. */
+  withState(value: Json): this;
+  /** State for the next round, as bytes. */
+  withStateBytes(data: ArrayLike<number>): this;
+  /** Drops the requests `client` cannot answer. */
+  retainSupported(client: ClientCapabilities): this;
+}
+
+/** The client's answer to a form or URL request. */
+export interface ElicitationAnswer {
+  action: "accept" | "decline" | "cancel";
+  content: JsonObject | undefined;
+  accepted: boolean;
+  /** The form's content when accepted, else `undefined`. */
+  acceptedContent(): JsonObject | undefined;
+}
+
+/** The client's model's answer to a sampling request. */
+export interface SamplingAnswer {
+  model: string;
+  stopReason: string | undefined;
+  content: unknown[];
+  /** The text blocks, joined. */
+  text: string;
+  toolUses: unknown[];
+}
+
+/** One of the client's roots. */
+export interface Root {
+  uri: string;
+  name: string | undefined;
+}
+
+/** One round: its number, the answers by key, the state, the client. */
+export class Inputs {
+  /** 1 for the first request, then one more per retry. */
+  readonly round: number;
+  /** Whether this round runs as a task. */
+  readonly isTask: boolean;
+  readonly client: ClientCapabilities;
+  /** The state returned last round, as bytes. */
+  readonly stateBytes: Uint8Array | undefined;
+  /** The state returned last round, parsed as JSON (`fallback` if none). */
+  state<T = Json>(fallback?: T): T;
+  /** The raw answer under `key`. */
+  response(key: string): unknown;
+  elicitation(key: string): ElicitationAnswer | undefined;
+  sampling(key: string): SamplingAnswer | undefined;
+  roots(key: string): Root[] | undefined;
+}
+
+// ---------------------------------------------------------------- tools
+
+/** One round of a call of one tool. */
+export class Call extends Inputs {
+  readonly name: string;
+  readonly arguments: JsonObject;
+}
+
+/** Thrown by a handler: ends the call with an error result the model can read. */
+export class ToolError extends Error {
+  constructor(message: string);
+}
+
+/** Goes on as a task, from a next round that starts with `state`. */
+export class ContinueAsTask {
+  constructor(state?: Json);
+  /** The next round's state. */
+  readonly state: Json | undefined;
+}
+
+/** Ends the call (or task) with a JSON-RPC error. */
+export class Failed {
+  constructor(code: number, message: string);
+  /** The JSON-RPC error code. */
+  readonly code: number;
+  readonly message: string;
+}
+
+/** What a tool handler returns: text, a result, JSON, a question, or a task step. */
+export type Outcome = string | Result | InputRequired | ContinueAsTask | Failed | JsonObject;
+
+/** How a tool is listed. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  title?: string;
+  inputSchema?: JsonObject;
+  outputSchema?: JsonObject;
+  readOnly?: boolean;
+  destructive?: boolean;
+  idempotent?: boolean;
+  openWorld?: boolean;
+  taskSupport?: "never" | "optional" | "required";
+}
+
+/** Declares a tool; returns `handler`. */
+export function tool<H extends (call: Call) => Outcome>(spec: ToolSpec, handler: H): H;
+
+/** The component's `tools` export: re-export it from the app. */
+export const tools: object;
+
+// ---------------------------------------------------------------- logs
+
+/** Logs at each level (to Airlock's log, and to a client that asked for them). */
+export const log: {
+  debug(message: string): void;
+  info(message: string): void;
+  notice(message: string): void;
+  warning(message: string): void;
+  error(message: string): void;
+};
+
+/** Reports progress of the current call; `done` must grow with each report. */
+export function progress(done: number, total?: number, message?: string): void;
+
+/** Reports changes the host cannot see by itself. */
+export const notify: {
+  listChanged(kind: "tools" | "prompts" | "resources"): void;
+  resourceUpdated(uri: string): void;
+};
+
+// ---------------------------------------------------------------- prompts
+
+/** Thrown by a prompt handler: the client gets -32602 with this message. */
+export class InvalidArguments extends Error {
+  constructor(message: string);
+}
+
+/** The messages of a prompt; methods chain. */
+export class PromptResult {
+  constructor(description?: string);
+  user(text: string): this;
+  assistant(text: string): this;
+  message(role: "user" | "assistant", content: unknown): this;
+}
+
+/** One request for a prompt. */
+export interface PromptRequest extends Inputs {
+  readonly name: string;
+  readonly arguments: { [name: string]: string | undefined };
+}
+
+/** How a prompt is listed. */
+export interface PromptSpec {
+  name: string;
+  title?: string;
+  description?: string;
+  arguments?: { name: string; title?: string; description?: string; required?: boolean }[];
+}
+
+/** Declares a prompt; returns `handler`. */
+export function prompt<H extends (request: PromptRequest) => string | PromptResult | InputRequired>(
+  spec: PromptSpec,
+  handler: H,
+): H;
+
+/** The component's `prompts` export: re-export it from the app. */
+export const prompts: object;
+
+// ---------------------------------------------------------------- resources
+
+/** One part of a read's result. */
+export interface ResourceContents {
+  uri: string;
+  mimeType: string | undefined;
+  body: unknown;
+}
+
+/** One part of a read's result: text for a string, a blob for bytes. */
+export function contents(uri: string, body: string | ArrayLike<number>, mimeType?: string): ResourceContents;
+
+/** One read of a resource. */
+export interface ResourceRead extends Inputs {
+  readonly uri: string;
+  /** The template matched, for a templated resource. */
+  readonly template: string | undefined;
+  /** The template's variables, for a templated resource. */
+  readonly variables: { [name: string]: string };
+}
+
+/** What a reader returns: the body, several parts, a question, or nothing (not found). */
+export type ReadOutcome = string | ArrayLike<number> | ResourceContents[] | InputRequired | undefined | null;
+
+/** Declares the reader of one fixed resource; returns `reader`. */
+export function resource<R extends (read: ResourceRead) => ReadOutcome>(
+  spec: { uri: string; name: string; title?: string; description?: string; mimeType?: string; size?: number },
+  reader: R,
+): R;
+
+/** Declares the reader of every URI matching `spec.uriTemplate` (RFC 6570 `{var}`, `{+var}`). */
+export function template<R extends (read: ResourceRead) => ReadOutcome>(
+  spec: { uriTemplate: string; name: string; title?: string; description?: string; mimeType?: string },
+  reader: R,
+): R;
+
+/** The component's `resources` export: re-export it from the app. */
+export const resources: object;
+
+// ---------------------------------------------------------------- completions
+
+/** Most values one completion may hold. */
+export const MAX_VALUES: number;
+
+/** Suggested values. */
+export class Completion {
+  constructor(values: string[], options?: { total?: number; hasMore?: boolean });
+  values: string[];
+  total: number | undefined;
+  hasMore: boolean;
+  /** The `candidates` that start with `prefix`, at most `MAX_VALUES` of them. */
+  static matching(candidates: Iterable<string>, prefix: string): Completion;
+}
+
+/** One request for completions of an argument. */
+export interface CompletionRequest {
+  prompt: string | undefined;
+  template: string | undefined;
+  argument: string;
+  value: string;
+  /** Arguments already given. */
+  context: { [name: string]: string };
+}
+
+/** Declares the completer of `spec.argument` of a prompt or a resource template. */
+export function completer<S extends (request: CompletionRequest) => Completion | string[]>(
+  spec: { prompt: string; argument: string } | { template: string; argument: string },
+  suggest: S,
+): S;
+
+/** The component's `completions` export: re-export it from the app. */
+export const completions: object;

@@ -1,0 +1,351 @@
+// Unit tests of the JavaScript guest SDK, run natively with node's test
+// runner (scripts/test-javascript-sdk): the values the SDK hands to the
+// contract's exports, in the shapes componentize-js lowers (records as
+// objects, variants as {tag, val}, lists of pairs as arrays).
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import {
+  Completion,
+  ContinueAsTask,
+  Failed,
+  InputRequired,
+  InvalidArguments,
+  MAX_VALUES,
+  PromptResult,
+  Result,
+  Sampling,
+  ToolError,
+  completer,
+  completions,
+  contents,
+  log,
+  progress,
+  prompt,
+  prompts,
+  resource,
+  resources,
+  template,
+  tool,
+  tools,
+} from "../airlock-guest/index.js";
+import { calls } from "./host-stub.mjs";
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+const NO_CLIENT = {
+  elicitationForm: false,
+  elicitationUrl: false,
+  sampling: false,
+  samplingTools: false,
+  samplingContext: false,
+  roots: false,
+  tasks: false,
+};
+const FORMS_ONLY = { ...NO_CLIENT, elicitationForm: true };
+
+/** A first round for `client`. */
+const firstRound = (client = NO_CLIENT) => ({ number: 1, responses: [], state: undefined, client, task: false });
+
+/** A retry carrying `state` (JSON) and `responses` ([key, response] pairs). */
+const retry = (state, responses, client = FORMS_ONLY) => ({
+  number: 2,
+  responses,
+  state: encoder.encode(JSON.stringify(state)),
+  client,
+  task: false,
+});
+
+/** A form answer. */
+const accepted = (content) => ({ tag: "elicitation", val: { action: "accept", content: JSON.stringify(content) } });
+
+tool(
+  {
+    name: "unit_add",
+    description: "Adds two integers.",
+    inputSchema: { type: "object", properties: { left: { type: "integer" }, right: { type: "integer" } } },
+    readOnly: true,
+  },
+  (call) => ({ sum: call.arguments.left + call.arguments.right }),
+);
+
+tool({ name: "unit_ask", description: "Asks for a colour, keeping the round in the state." }, (call) => {
+  const answer = call.elicitation("colour");
+  if (answer === undefined) {
+    const schema = { type: "object", properties: { colour: { type: "string" } } };
+    return new InputRequired().elicitForm("colour", "Which colour?", schema).withState({ asked: call.round });
+  }
+  if (!answer.accepted) throw new ToolError(`no colour: ${answer.action}`);
+  log.info("answered");
+  progress(1, 2, "half");
+  return Result.text(`${answer.acceptedContent().colour} after round ${call.state().asked}`);
+});
+
+tool({ name: "unit_task", description: "Goes on as a task, or fails.", taskSupport: "optional" }, (call) =>
+  call.client.canUseTasks ? new ContinueAsTask({ step: 1 }) : new Failed(-32600, "needs tasks"),
+);
+
+tool({ name: "unit_plain_text", description: "Returns a string." }, () => "plain");
+
+tool({ name: "unit_crash", description: "Throws a plain error." }, () => {
+  throw new RangeError("a bug");
+});
+
+test("tools are listed with JSON schemas and hints as annotations", () => {
+  const listed = tools.listTools();
+  const add = listed.find((t) => t.name === "unit_add");
+  assert.equal(add.description, "Adds two integers.");
+  assert.deepEqual(JSON.parse(add.inputSchema).properties.left, { type: "integer" });
+  assert.equal(add.annotations.readOnlyHint, true);
+  assert.equal(add.annotations.destructiveHint, undefined);
+  assert.equal(add.taskSupport, "never");
+  const ask = listed.find((t) => t.name === "unit_ask");
+  assert.equal(ask.annotations, undefined, "no hints, no annotations");
+  assert.equal(JSON.parse(ask.inputSchema).type, "object", "the default schema is an object");
+  assert.equal(listed.find((t) => t.name === "unit_task").taskSupport, "optional");
+});
+
+test("a tool declared twice is refused", () => {
+  assert.throws(() => tool({ name: "unit_add", description: "again" }, () => "x"), /declared twice/);
+});
+
+test("an object becomes text and structured content", () => {
+  const outcome = tools.callTool("unit_add", '{"left": 2, "right": 3}', firstRound());
+  assert.equal(outcome.tag, "complete");
+  assert.deepEqual(JSON.parse(outcome.val.structuredContent), { sum: 5 });
+  assert.deepEqual(outcome.val.content, [{ tag: "text", val: { text: '{"sum":5}', annotations: undefined } }]);
+  assert.equal(outcome.val.isError, false);
+});
+
+test("a string becomes one text block", () => {
+  const outcome = tools.callTool("unit_plain_text", "{}", firstRound());
+  assert.equal(outcome.val.content[0].val.text, "plain");
+  assert.equal(outcome.val.structuredContent, undefined);
+});
+
+test("a first round asks, with the state as JSON bytes", () => {
+  const outcome = tools.callTool("unit_ask", "{}", firstRound(FORMS_ONLY));
+  assert.equal(outcome.tag, "input-required");
+  const [[key, request]] = outcome.val.requests;
+  assert.equal(key, "colour");
+  assert.equal(request.tag, "elicitation");
+  assert.equal(request.val.tag, "form");
+  assert.equal(request.val.val.message, "Which colour?");
+  assert.deepEqual(JSON.parse(request.val.val.requestedSchema).properties.colour, { type: "string" });
+  assert.deepEqual(JSON.parse(decoder.decode(outcome.val.state)), { asked: 1 });
+});
+
+test("the retry reads the answer by key and the state, and reaches the host", () => {
+  calls.length = 0;
+  const outcome = tools.callTool("unit_ask", "{}", retry({ asked: 1 }, [["colour", accepted({ colour: "teal" })]]));
+  assert.equal(outcome.tag, "complete");
+  assert.equal(outcome.val.content[0].val.text, "teal after round 1");
+  assert.deepEqual(calls, [
+    ["log", "info", "answered"],
+    ["progress", 1, 2, "half"],
+  ]);
+});
+
+test("a declined answer and a ToolError end in an error result", () => {
+  const declined = { tag: "elicitation", val: { action: "decline", content: undefined } };
+  const outcome = tools.callTool("unit_ask", "{}", retry({ asked: 1 }, [["colour", declined]]));
+  assert.equal(outcome.tag, "complete");
+  assert.equal(outcome.val.isError, true);
+  assert.equal(outcome.val.content[0].val.text, "no colour: decline");
+});
+
+test("arguments that are not a JSON object are an error result", () => {
+  for (const args of ["[1, 2]", "null", "7"]) {
+    const outcome = tools.callTool("unit_add", args, firstRound());
+    assert.equal(outcome.val.isError, true, args);
+    assert.match(outcome.val.content[0].val.text, /must be a JSON object/);
+  }
+});
+
+test("an unknown tool is an error result", () => {
+  const outcome = tools.callTool("nope", "{}", firstRound());
+  assert.equal(outcome.val.isError, true);
+  assert.equal(outcome.val.content[0].val.text, "unknown tool `nope`");
+});
+
+test("any other exception propagates (the call traps)", () => {
+  assert.throws(() => tools.callTool("unit_crash", "{}", firstRound()), RangeError);
+});
+
+test("a task step and a failure become their outcomes", () => {
+  const asTask = tools.callTool("unit_task", "{}", firstRound({ ...NO_CLIENT, tasks: true }));
+  assert.equal(asTask.tag, "continue-as-task");
+  assert.deepEqual(JSON.parse(decoder.decode(asTask.val)), { step: 1 });
+  const failed = tools.callTool("unit_task", "{}", firstRound());
+  assert.deepEqual(failed, { tag: "failed", val: { code: -32600, message: "needs tasks" } });
+});
+
+test("retainSupported drops what the client cannot answer", () => {
+  const asked = new InputRequired()
+    .elicitForm("form", "?", { type: "object" })
+    .elicitUrl("url", "visit", "https://example.com/")
+    .sample("model", new Sampling(10).user("hi"))
+    .listRoots("roots")
+    .retainSupported({ canElicitForm: true, canElicitUrl: false, canSample: true, canListRoots: false });
+  assert.deepEqual(
+    asked.toWit().requests.map(([key]) => key),
+    ["form", "model"],
+  );
+});
+
+test("asking twice under one key keeps the last question", () => {
+  const asked = new InputRequired().listRoots("k").elicitUrl("k", "visit", "https://example.com/");
+  assert.equal(asked.toWit().requests.length, 1);
+  assert.equal(asked.toWit().requests[0][1].val.tag, "url");
+});
+
+test("sampling and roots answers are read by key", () => {
+  const sampled = {
+    tag: "sampling",
+    val: {
+      role: "assistant",
+      model: "m",
+      stopReason: "endTurn",
+      content: [
+        { tag: "text", val: { text: "Hel", annotations: undefined } },
+        { tag: "text", val: { text: "lo", annotations: undefined } },
+      ],
+    },
+  };
+  const roots = { tag: "roots", val: [{ uri: "file:///a", name: "a" }] };
+  let seen;
+  tool({ name: "unit_read_answers", description: "Reads answers." }, (call) => {
+    seen = { sampling: call.sampling("s"), roots: call.roots("r"), missing: call.roots("s") };
+    return "ok";
+  });
+  tools.callTool("unit_read_answers", "{}", retry({}, [["s", sampled], ["r", roots]]));
+  assert.equal(seen.sampling.text, "Hello");
+  assert.equal(seen.sampling.model, "m");
+  assert.deepEqual(seen.roots, [{ uri: "file:///a", name: "a" }]);
+  assert.equal(seen.missing, undefined, "an answer of another kind is no roots answer");
+});
+
+test("state that is not JSON reads as the fallback; bytes stay bytes", () => {
+  let seen;
+  tool({ name: "unit_state", description: "Reads its state." }, (call) => {
+    seen = { parsed: call.state("fallback"), bytes: call.stateBytes };
+    return "ok";
+  });
+  tools.callTool("unit_state", "{}", { ...firstRound(), state: Uint8Array.of(0xff, 0x00) });
+  assert.equal(seen.parsed, "fallback");
+  assert.deepEqual([...seen.bytes], [0xff, 0x00]);
+});
+
+test("client capabilities read with the SDK's names", () => {
+  let seen;
+  tool({ name: "unit_client", description: "Reads the client." }, (call) => {
+    seen = call.client;
+    return "ok";
+  });
+  tools.callTool("unit_client", "{}", firstRound({ ...NO_CLIENT, roots: true, samplingTools: true }));
+  assert.equal(seen.canListRoots, true);
+  assert.equal(seen.canSampleWithTools, true);
+  assert.equal(seen.canElicitForm, false);
+});
+
+test("results carry every kind of block", () => {
+  const result = Result.text("a")
+    .withImage([1, 2], "image/png")
+    .withResourceLink("x://l", "link", { size: 3 })
+    .withResource("x://r", "body", "text/plain")
+    .toWit();
+  assert.deepEqual(
+    result.content.map((block) => block.tag),
+    ["text", "image", "resource-link", "embedded-resource"],
+  );
+  assert.equal(result.content[2].val.size, 3n, "sizes are u64 (BigInt)");
+  assert.deepEqual(result.content[3].val.contents.body, { tag: "text", val: "body" });
+});
+
+prompt(
+  { name: "unit_prompt", arguments: [{ name: "who", required: true }, { name: "style" }] },
+  (request) => {
+    if (!request.arguments.who) throw new InvalidArguments("who is missing");
+    if (request.arguments.style === undefined && request.elicitation("style") === undefined) {
+      return new InputRequired().elicitForm("style", "Which style?", { type: "object" });
+    }
+    return new PromptResult("greeting").user(`Hi ${request.arguments.who}`).assistant("Hello!");
+  },
+);
+
+test("prompts list their arguments, render, ask and refuse", () => {
+  const [listed] = prompts.listPrompts().filter((p) => p.name === "unit_prompt");
+  assert.deepEqual(
+    listed.arguments.map(({ name, required }) => [name, required]),
+    [["who", true], ["style", false]],
+  );
+  const rendered = prompts.getPrompt("unit_prompt", [["who", "Ada"], ["style", "warm"]], firstRound());
+  assert.equal(rendered.tag, "complete");
+  assert.equal(rendered.val.description, "greeting");
+  assert.deepEqual(
+    rendered.val.messages.map((m) => [m.role, m.content.val.text]),
+    [["user", "Hi Ada"], ["assistant", "Hello!"]],
+  );
+  assert.equal(prompts.getPrompt("unit_prompt", [["who", "Ada"]], firstRound()).tag, "input-required");
+  assert.deepEqual(prompts.getPrompt("unit_prompt", [], firstRound()), {
+    tag: "invalid-arguments",
+    val: "who is missing",
+  });
+  assert.equal(prompts.getPrompt("nope", [], firstRound()).tag, "invalid-arguments");
+});
+
+resource({ uri: "unit://readme", name: "readme", mimeType: "text/plain", size: 5 }, () => "hello");
+resource({ uri: "unit://bytes", name: "bytes" }, () => [contents("unit://bytes", [1, 2, 3], "application/octet-stream")]);
+template({ uriTemplate: "unit://item/{id}", name: "item" }, (read) =>
+  read.variables.id === "1" ? `item ${read.variables.id} via ${read.template}` : undefined,
+);
+
+test("resources list, read, and are not found", () => {
+  assert.deepEqual(
+    resources.listResources().map((r) => r.uri),
+    ["unit://readme", "unit://bytes"],
+  );
+  assert.equal(resources.listResources()[0].size, 5n);
+  assert.equal(resources.listResourceTemplates()[0].uriTemplate, "unit://item/{id}");
+  const read = resources.readResource("unit://readme", undefined, firstRound());
+  assert.deepEqual(read, {
+    tag: "complete",
+    val: [{ uri: "unit://readme", mimeType: "text/plain", body: { tag: "text", val: "hello" } }],
+  });
+  const blob = resources.readResource("unit://bytes", undefined, firstRound());
+  assert.deepEqual([...blob.val[0].body.val], [1, 2, 3]);
+  const match = { uriTemplate: "unit://item/{id}", variables: [["id", "1"]] };
+  assert.equal(
+    resources.readResource("unit://item/1", match, firstRound()).val[0].body.val,
+    "item 1 via unit://item/{id}",
+  );
+  const missing = { uriTemplate: "unit://item/{id}", variables: [["id", "2"]] };
+  assert.deepEqual(resources.readResource("unit://item/2", missing, firstRound()), { tag: "not-found" });
+  assert.deepEqual(resources.readResource("unit://none", undefined, firstRound()), { tag: "not-found" });
+});
+
+completer({ prompt: "unit_prompt", argument: "who" }, (request) =>
+  Completion.matching(["Ada", "Alan", "Grace"], request.value),
+);
+completer({ template: "unit://item/{id}", argument: "id" }, () => ["1", "2"]);
+
+test("completions match by prefix and are cut at the limit", () => {
+  const ask = (target, argumentName, argumentValue) =>
+    completions.complete({ target, argumentName, argumentValue, context: [] });
+  assert.deepEqual(ask({ tag: "prompt", val: "unit_prompt" }, "who", "A"), {
+    values: ["Ada", "Alan"],
+    total: 2,
+    hasMore: false,
+  });
+  assert.deepEqual(ask({ tag: "resource-template", val: "unit://item/{id}" }, "id", "").values, ["1", "2"]);
+  assert.deepEqual(ask({ tag: "prompt", val: "unit_prompt" }, "nobody", "").values, []);
+  const many = Completion.matching(
+    Array.from({ length: MAX_VALUES + 5 }, (_, i) => `v${i}`),
+    "v",
+  );
+  assert.equal(many.values.length, MAX_VALUES);
+  assert.equal(many.total, MAX_VALUES + 5);
+  assert.equal(many.hasMore, true);
+});

@@ -1,0 +1,179 @@
+//! Tools written in JavaScript with the JavaScript guest SDK
+//! (guest-sdks/javascript), built by `scripts/build-javascript-tools` into
+//! `<target>/javascript-tools/`, served by the real binary: the plain
+//! `sha256` and the multi-round `clear_done` (a confirmation by form, the
+//! titles shown carried in the sealed state) to completion over HTTP and
+//! stdio, proof that no module-level state survives from one round to the
+//! next, and the resources, prompt (with a question) and completions of
+//! `js_notes`, which behave exactly as Python's `py_notes`. The servers
+//! share a cache of compiled components (see `airlock_e2e::language_tools`).
+
+use airlock_e2e::flows::{assert_form, drive};
+use airlock_e2e::language_tools::{JAVASCRIPT, notes, sha256};
+use airlock_e2e::mcp::{complete, elicit, input_request_keys, input_required, is_error, text};
+use airlock_e2e::{McpClient, ToolCall, language_over_both_transports, no_caps};
+use serde_json::{Value, json};
+
+/// The plain sample's component.
+const HASH: &str = "js_hash";
+/// The multi-round sample's component.
+const CLEAR_DONE: &str = "js_clear_done";
+/// The prompts, resources and completions sample's component.
+const NOTES: &str = "js_notes";
+
+/// `airlock inspect` tells an operator what the component needs: its size,
+/// its initial memory (the interpreter's heap snapshot) and compile time.
+#[test]
+fn inspect_reports_size_memory_and_compile_time() {
+    JAVASCRIPT.assert_inspect_reports_footprint(HASH);
+}
+
+language_over_both_transports! {
+    JAVASCRIPT;
+    sha256: HASH => sha256;
+    lists_its_tool: CLEAR_DONE => lists_clear_done;
+    clears_after_confirmation: CLEAR_DONE => clears_after_confirmation;
+    nothing_finished_asks_nothing: CLEAR_DONE => nothing_finished;
+    answering_no_clears_nothing: CLEAR_DONE => answering_no;
+    question_declined: CLEAR_DONE => question_declined;
+    client_without_forms_is_refused: CLEAR_DONE => client_without_forms;
+    retries_run_in_fresh_instances: CLEAR_DONE => retries_run_in_fresh_instances;
+    notes_lists_resources_and_templates: NOTES => notes::lists;
+    notes_reads_resources: NOTES => notes::reads;
+    notes_prompt_asks_for_the_style: NOTES => notes::prompt_asks;
+    notes_prompt_with_every_argument: NOTES => notes::prompt_direct;
+    notes_prompt_refuses_an_unknown_note: NOTES => notes::prompt_unknown_note;
+    notes_completes_ids: NOTES => notes::completes;
+}
+
+/// `tools/list` shows what `tool(...)` declared.
+fn lists_clear_done(client: &dyn McpClient) {
+    let tools = client.list_all("tools/list", "tools");
+    assert_eq!(tools.len(), 1, "{tools:?}");
+    let tool = &tools[0];
+    assert_eq!(tool["name"], "clear_done", "{tool}");
+    assert_eq!(tool["title"], "Clear finished tasks", "{tool}");
+    assert_eq!(tool["inputSchema"]["required"], json!(["tasks"]), "{tool}");
+    assert_eq!(tool["annotations"]["destructiveHint"], true, "{tool}");
+    assert_eq!(tool["annotations"]["openWorldHint"], false, "{tool}");
+}
+
+/// A list with two finished tasks of four.
+fn task_list() -> Value {
+    json!([
+        {"title": "write docs", "done": true},
+        {"title": "fix bug", "done": false},
+        {"title": "review", "done": true},
+        {"title": "release", "done": false},
+    ])
+}
+
+/// The first call: the question naming the finished tasks.
+fn first_round() -> ToolCall {
+    ToolCall::new("clear_done", json!({ "tasks": task_list() }))
+}
+
+/// An elicitation answer to the confirmation.
+fn confirm(yes: bool) -> Value {
+    json!({ "confirm": elicit("accept", Some(json!({ "confirm": yes }))) })
+}
+
+/// Checks a complete, successful `clear_done` result that cleared the two
+/// finished tasks.
+#[track_caller]
+fn assert_cleared(response: &Value) {
+    let r = complete(response);
+    assert!(!is_error(r), "{response}");
+    assert_eq!(text(r), "cleared 2, 2 remain", "{response}");
+    let outcome = &r["structuredContent"];
+    assert_eq!(
+        outcome["cleared"],
+        json!(["write docs", "review"]),
+        "{response}"
+    );
+    assert_eq!(
+        outcome["remaining"],
+        json!([{"title": "fix bug", "done": false}, {"title": "release", "done": false}]),
+        "{response}"
+    );
+    assert_eq!(
+        outcome["callsInThisInstance"], 1,
+        "a module-level counter must start afresh in every round: {response}"
+    );
+}
+
+/// Asked to confirm, the user says yes: two rounds, one question.
+fn clears_after_confirmation(client: &dyn McpClient) {
+    let mut questions = 0;
+    let driven = drive(client, &first_round(), |r| {
+        questions += 1;
+        assert_eq!(input_request_keys(r), vec!["confirm".to_string()], "{r}");
+        let req = assert_form(r, "confirm", "confirm", Some("boolean"));
+        assert_eq!(
+            req["params"]["message"], "Clear 2 finished tasks: write docs, review?",
+            "{req}"
+        );
+        confirm(true)
+    });
+    assert_eq!(questions, 1, "{driven:?}");
+    assert_cleared(driven.last());
+}
+
+/// With nothing finished nobody is asked and nothing changes.
+fn nothing_finished(client: &dyn McpClient) {
+    let tasks = json!([{"title": "fix bug", "done": false}]);
+    let response = client.call(&ToolCall::new("clear_done", json!({ "tasks": tasks })));
+    let r = complete(&response);
+    assert!(!is_error(r), "{response}");
+    assert_eq!(text(r), "cleared 0, 1 remain", "{response}");
+    assert_eq!(r["structuredContent"]["remaining"], tasks, "{response}");
+}
+
+/// Answering the form with "no" ends the call with an error result.
+fn answering_no(client: &dyn McpClient) {
+    let call = first_round();
+    let first = client.call(&call);
+    let response = client.call(&call.retry(input_required(&first), confirm(false)));
+    let r = complete(&response);
+    assert!(is_error(r), "{response}");
+    assert_eq!(text(r), "cancelled: nothing was cleared", "{response}");
+}
+
+/// Declining the question ends the call with an error result.
+fn question_declined(client: &dyn McpClient) {
+    let call = first_round();
+    let first = client.call(&call);
+    let r1 = input_required(&first);
+    let response = client.call(&call.retry(r1, json!({ "confirm": elicit("decline", None) })));
+    let r = complete(&response);
+    assert!(is_error(r), "{response}");
+    assert_eq!(text(r), "cancelled: nothing was cleared", "{response}");
+}
+
+/// A client that cannot show forms is refused: nothing is cleared unasked.
+fn client_without_forms(client: &dyn McpClient) {
+    let response = client.call(&first_round().caps(no_caps()));
+    let r = complete(&response);
+    assert!(is_error(r), "{response}");
+    assert_eq!(
+        text(r),
+        "cannot ask for confirmation: this client shows no forms (would clear write docs, review)",
+        "{response}"
+    );
+}
+
+/// The same second round sent three times (a client retrying it) and the
+/// same first call made twice: every one runs in a fresh instance, so the
+/// module-level counter the tool increments reads 1 each time.
+fn retries_run_in_fresh_instances(client: &dyn McpClient) {
+    let call = first_round();
+    for _ in 0..2 {
+        let again = client.call(&call);
+        input_required(&again);
+    }
+    let first = client.call(&call);
+    let second_round = call.retry(input_required(&first), confirm(true));
+    for _ in 0..3 {
+        assert_cleared(&client.call(&second_round));
+    }
+}
