@@ -197,6 +197,49 @@ macro_rules! language_over_both_transports {
     };
 }
 
+/// Checks that `response` is a complete error result saying `message`.
+#[track_caller]
+pub fn assert_error_result(response: &Value, message: &str) {
+    let r = complete(response);
+    assert!(is_error(r), "{response}");
+    assert_eq!(text(r), message, "{response}");
+}
+
+/// Makes `call`, which asks for input, answers it with `answers`, and
+/// checks the call then ends with an error result saying `message`.
+#[track_caller]
+pub fn assert_answer_ends_in_error(
+    client: &dyn McpClient,
+    call: &ToolCall,
+    answers: Value,
+    message: &str,
+) {
+    let first = client.call(call);
+    let response = client.call(&call.retry(input_required(&first), answers));
+    assert_error_result(&response, message);
+}
+
+/// Makes `call` twice (it asks each time), then sends its second round,
+/// answered with `answers`, three times (a client retrying it), checking
+/// each result with `check`: every one runs in a fresh instance, so a
+/// module-level counter the tool increments must read 1 each time.
+pub fn assert_retries_run_fresh(
+    client: &dyn McpClient,
+    call: &ToolCall,
+    answers: Value,
+    check: impl Fn(&Value),
+) {
+    for _ in 0..2 {
+        let again = client.call(call);
+        input_required(&again);
+    }
+    let first = client.call(call);
+    let second_round = call.retry(input_required(&first), answers);
+    for _ in 0..3 {
+        check(&client.call(&second_round));
+    }
+}
+
 /// The plain `sha256` sample of every language: the known SHA-256 test
 /// vectors (one longer than a 64-byte block), and a number refused with an
 /// error result.

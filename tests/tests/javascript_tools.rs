@@ -9,8 +9,11 @@
 //! share a cache of compiled components (see `airlock_e2e::language_tools`).
 
 use airlock_e2e::flows::{assert_form, drive};
-use airlock_e2e::language_tools::{JAVASCRIPT, notes, sha256};
-use airlock_e2e::mcp::{complete, elicit, input_request_keys, input_required, is_error, text};
+use airlock_e2e::language_tools::{
+    JAVASCRIPT, assert_answer_ends_in_error, assert_error_result, assert_retries_run_fresh, notes,
+    sha256,
+};
+use airlock_e2e::mcp::{complete, elicit, input_request_keys, is_error, text};
 use airlock_e2e::{McpClient, ToolCall, language_over_both_transports, no_caps};
 use serde_json::{Value, json};
 
@@ -67,6 +70,9 @@ fn task_list() -> Value {
         {"title": "release", "done": false},
     ])
 }
+
+/// What a declined or refused confirmation ends with.
+const CANCELLED: &str = "cancelled: nothing was cleared";
 
 /// The first call: the question naming the finished tasks.
 fn first_round() -> ToolCall {
@@ -131,49 +137,25 @@ fn nothing_finished(client: &dyn McpClient) {
 
 /// Answering the form with "no" ends the call with an error result.
 fn answering_no(client: &dyn McpClient) {
-    let call = first_round();
-    let first = client.call(&call);
-    let response = client.call(&call.retry(input_required(&first), confirm(false)));
-    let r = complete(&response);
-    assert!(is_error(r), "{response}");
-    assert_eq!(text(r), "cancelled: nothing was cleared", "{response}");
+    assert_answer_ends_in_error(client, &first_round(), confirm(false), CANCELLED);
 }
 
 /// Declining the question ends the call with an error result.
 fn question_declined(client: &dyn McpClient) {
-    let call = first_round();
-    let first = client.call(&call);
-    let r1 = input_required(&first);
-    let response = client.call(&call.retry(r1, json!({ "confirm": elicit("decline", None) })));
-    let r = complete(&response);
-    assert!(is_error(r), "{response}");
-    assert_eq!(text(r), "cancelled: nothing was cleared", "{response}");
+    let declined = json!({ "confirm": elicit("decline", None) });
+    assert_answer_ends_in_error(client, &first_round(), declined, CANCELLED);
 }
 
 /// A client that cannot show forms is refused: nothing is cleared unasked.
 fn client_without_forms(client: &dyn McpClient) {
-    let response = client.call(&first_round().caps(no_caps()));
-    let r = complete(&response);
-    assert!(is_error(r), "{response}");
-    assert_eq!(
-        text(r),
+    assert_error_result(
+        &client.call(&first_round().caps(no_caps())),
         "cannot ask for confirmation: this client shows no forms (would clear write docs, review)",
-        "{response}"
     );
 }
 
-/// The same second round sent three times (a client retrying it) and the
-/// same first call made twice: every one runs in a fresh instance, so the
-/// module-level counter the tool increments reads 1 each time.
+/// A first call made twice and its second round sent three times all run
+/// in fresh instances.
 fn retries_run_in_fresh_instances(client: &dyn McpClient) {
-    let call = first_round();
-    for _ in 0..2 {
-        let again = client.call(&call);
-        input_required(&again);
-    }
-    let first = client.call(&call);
-    let second_round = call.retry(input_required(&first), confirm(true));
-    for _ in 0..3 {
-        assert_cleared(&client.call(&second_round));
-    }
+    assert_retries_run_fresh(client, &first_round(), confirm(true), assert_cleared);
 }

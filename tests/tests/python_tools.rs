@@ -7,7 +7,10 @@
 //! compiled components (see `airlock_e2e::language_tools`).
 
 use airlock_e2e::flows::{assert_form, drive};
-use airlock_e2e::language_tools::{PYTHON, notes, sha256};
+use airlock_e2e::language_tools::{
+    PYTHON, assert_answer_ends_in_error, assert_error_result, assert_retries_run_fresh, notes,
+    sha256,
+};
 use airlock_e2e::mcp::{complete, elicit, input_request_keys, input_required, is_error, text};
 use airlock_e2e::{McpClient, ToolCall, language_over_both_transports, no_caps};
 use serde_json::{Value, json};
@@ -144,41 +147,27 @@ fn answer_outside_the_offer_asks_again(client: &dyn McpClient) {
 
 /// Declining the question ends the call with an error result.
 fn question_declined(client: &dyn McpClient) {
-    let call = first_round();
-    let first = client.call(&call);
-    let r1 = input_required(&first);
-    let response = client.call(&call.retry(r1, json!({ "column": elicit("decline", None) })));
-    let r = complete(&response);
-    assert!(is_error(r), "{response}");
-    assert_eq!(text(r), "cancelled: no column was chosen", "{response}");
+    let declined = json!({ "column": elicit("decline", None) });
+    assert_answer_ends_in_error(
+        client,
+        &first_round(),
+        declined,
+        "cancelled: no column was chosen",
+    );
 }
 
 /// A client that cannot show forms is told the choices instead of asked.
 fn client_without_forms(client: &dyn McpClient) {
-    let response = client.call(&first_round().caps(no_caps()));
-    let r = complete(&response);
-    assert!(is_error(r), "{response}");
-    assert_eq!(
-        text(r),
+    assert_error_result(
+        &client.call(&first_round().caps(no_caps())),
         "say which column: `column` is one of pop, area",
-        "{response}"
     );
 }
 
-/// The same second round sent three times (a client retrying it) and the
-/// same first call made twice: every one runs in a fresh instance, so the
-/// module-level counter the tool increments reads 1 each time.
+/// A first call made twice and its second round sent three times all run
+/// in fresh instances; so do three calls that name the column at once.
 fn retries_run_in_fresh_instances(client: &dyn McpClient) {
-    let call = first_round();
-    for _ in 0..2 {
-        let again = client.call(&call);
-        input_required(&again);
-    }
-    let first = client.call(&call);
-    let second_round = call.retry(input_required(&first), choose("area"));
-    for _ in 0..3 {
-        assert_area_stats(&client.call(&second_round));
-    }
+    assert_retries_run_fresh(client, &first_round(), choose("area"), assert_area_stats);
     let direct = ToolCall::new("column_stats", json!({ "csv": TABLE, "column": "area" }));
     for _ in 0..3 {
         assert_area_stats(&client.call(&direct));
