@@ -276,7 +276,12 @@ impl Server {
         notifier: Option<&Notifier>,
     ) -> Answer {
         let started = metrics::started();
-        let answer = match self.route(request, context, notifier).await {
+        // Boxed: routing holds a fresh instance's call state (about 12 KiB),
+        // and every future that contains this one (the HTTP handler's, the
+        // spawned task's) would otherwise be that large and be copied, whole,
+        // each time it is moved (into a task, into a response future). One
+        // allocation per request instead.
+        let answer = match Box::pin(self.route(request, context, notifier)).await {
             Ok(answer) => answer,
             Err(error) => {
                 tracing::debug!(method = %request.method, code = error.code, message = %error.message, "request failed");
