@@ -20,9 +20,13 @@ export class Result {
   static error(message: string): Result;
   /** A result with `value` as text and as structured content. */
   static json(value: Json): Result;
+  /** Adds a text block. */
   withText(text: string): this;
+  /** Adds an image (raw bytes; Airlock base64-encodes them), e.g. `image/png`. */
   withImage(data: ArrayLike<number>, mimeType: string): this;
+  /** Adds an audio clip (raw bytes), e.g. `audio/wav`. */
   withAudio(data: ArrayLike<number>, mimeType: string): this;
+  /** Adds a link to a resource the client may read. */
   withResourceLink(
     uri: string,
     name: string,
@@ -42,8 +46,11 @@ export class Sampling {
     maxTokens: number,
     options?: { systemPrompt?: string; temperature?: number; modelHints?: string[]; stopSequences?: string[] },
   );
+  /** Adds a user message. */
   user(text: string): this;
+  /** Adds an assistant message. */
   assistant(text: string): this;
+  /** Adds a text message of either role. */
   message(role: "user" | "assistant", text: string): this;
 }
 
@@ -110,15 +117,21 @@ export class Inputs {
   readonly round: number;
   /** Whether this round runs as a task. */
   readonly isTask: boolean;
+  /** What the client can answer on this request. */
   readonly client: ClientCapabilities;
   /** The state returned last round, as bytes. */
   readonly stateBytes: Uint8Array | undefined;
-  /** The state returned last round, parsed as JSON (`fallback` if none). */
-  state<T = Json>(fallback?: T): T;
+  /** The state returned last round, parsed as JSON (`undefined` if none or not JSON). */
+  state<T = Json>(): T | undefined;
+  /** The state returned last round, parsed as JSON (`fallback` if none or not JSON). */
+  state<T = Json>(fallback: T): T;
   /** The raw answer under `key`. */
   response(key: string): unknown;
+  /** The answer to the form or URL asked under `key` (`undefined` if none, or of another kind). */
   elicitation(key: string): ElicitationAnswer | undefined;
+  /** The answer to the sampling request asked under `key`. */
   sampling(key: string): SamplingAnswer | undefined;
+  /** The client's roots, asked for under `key`. */
   roots(key: string): Root[] | undefined;
 }
 
@@ -150,20 +163,29 @@ export class Failed {
   readonly message: string;
 }
 
-/** What a tool handler returns: text, a result, JSON, a question, or a task step. */
-export type Outcome = string | Result | InputRequired | ContinueAsTask | Failed | JsonObject;
+/**
+ * What a tool handler returns: text, a result, JSON (structured content, also
+ * given as text), a question, or a task step.
+ */
+export type Outcome = string | Result | InputRequired | ContinueAsTask | Failed | JsonObject | Json[];
 
 /** How a tool is listed. */
 export interface ToolSpec {
+  /** 1 to 64 characters of `A-Z a-z 0-9 _ - .`, unique across the server. */
   name: string;
+  /** What the tool does, for the model. */
   description: string;
   title?: string;
+  /** JSON Schema of the arguments, an object schema (default: any object). */
   inputSchema?: JsonObject;
+  /** JSON Schema of the structured content, when the tool returns it. */
   outputSchema?: JsonObject;
+  /** Hints for clients (which must not trust them). */
   readOnly?: boolean;
   destructive?: boolean;
   idempotent?: boolean;
   openWorld?: boolean;
+  /** Whether calls may run as tasks (default `"never"`). */
   taskSupport?: "never" | "optional" | "required";
 }
 
@@ -203,8 +225,11 @@ export class InvalidArguments extends Error {
 /** The messages of a prompt; methods chain. */
 export class PromptResult {
   constructor(description?: string);
+  /** Adds a user message of text. */
   user(text: string): this;
+  /** Adds an assistant message of text. */
   assistant(text: string): this;
+  /** Adds a message of any content block (the contract's `content-block`). */
   message(role: "user" | "assistant", content: unknown): this;
 }
 
@@ -218,7 +243,8 @@ export interface PromptRequest extends Inputs {
 export interface PromptSpec {
   name: string;
   title?: string;
-  description?: string;
+  /** What the prompt is for. */
+  description: string;
   arguments?: { name: string; title?: string; description?: string; required?: boolean }[];
 }
 
@@ -252,8 +278,11 @@ export interface ResourceRead extends Inputs {
   readonly variables: { [name: string]: string };
 }
 
-/** What a reader returns: the body, several parts, a question, or nothing (not found). */
-export type ReadOutcome = string | ArrayLike<number> | ResourceContents[] | InputRequired | undefined | null;
+/**
+ * What a reader returns: the body (text, or bytes for a blob), several parts,
+ * a question, or nothing (not found).
+ */
+export type ReadOutcome = string | Uint8Array | ResourceContents[] | InputRequired | undefined | null;
 
 /** Declares the reader of one fixed resource; returns `reader`. */
 export function resource<R extends (read: ResourceRead) => ReadOutcome>(
@@ -272,7 +301,7 @@ export const resources: object;
 
 // ---------------------------------------------------------------- completions
 
-/** Most values one completion may hold. */
+/** Most values one completion may hold; longer lists are cut (and `hasMore` set). */
 export const MAX_VALUES: number;
 
 /** Suggested values. */
@@ -281,7 +310,7 @@ export class Completion {
   values: string[];
   total: number | undefined;
   hasMore: boolean;
-  /** The `candidates` that start with `prefix`, at most `MAX_VALUES` of them. */
+  /** The `candidates` that start with `prefix` (ignoring case), at most `MAX_VALUES` of them. */
   static matching(candidates: Iterable<string>, prefix: string): Completion;
 }
 

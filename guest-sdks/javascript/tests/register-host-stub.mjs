@@ -1,5 +1,5 @@
-// Loaded with `node --import` before the SDK's unit tests, so that the SDK
-// runs natively: see host-stub-hooks.mjs.
+// Loaded with `node --import` before the unit tests, so that the SDK and the
+// samples run natively: see host-stub-hooks.mjs.
 
 import { register } from "node:module";
 

@@ -31,35 +31,9 @@ import {
   tools,
 } from "../airlock-guest/index.js";
 import { calls } from "./host-stub.mjs";
+import { FORMS_ONLY, NO_CLIENT, answered, firstRound, retry } from "./rounds.mjs";
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-
-const NO_CLIENT = {
-  elicitationForm: false,
-  elicitationUrl: false,
-  sampling: false,
-  samplingTools: false,
-  samplingContext: false,
-  roots: false,
-  tasks: false,
-};
-const FORMS_ONLY = { ...NO_CLIENT, elicitationForm: true };
-
-/** A first round for `client`. */
-const firstRound = (client = NO_CLIENT) => ({ number: 1, responses: [], state: undefined, client, task: false });
-
-/** A retry carrying `state` (JSON) and `responses` ([key, response] pairs). */
-const retry = (state, responses, client = FORMS_ONLY) => ({
-  number: 2,
-  responses,
-  state: encoder.encode(JSON.stringify(state)),
-  client,
-  task: false,
-});
-
-/** A form answer. */
-const accepted = (content) => ({ tag: "elicitation", val: { action: "accept", content: JSON.stringify(content) } });
 
 tool(
   {
@@ -107,8 +81,9 @@ test("tools are listed with JSON schemas and hints as annotations", () => {
   assert.equal(listed.find((t) => t.name === "unit_task").taskSupport, "optional");
 });
 
-test("a tool declared twice is refused", () => {
+test("a tool declared twice, or without a description, is refused", () => {
   assert.throws(() => tool({ name: "unit_add", description: "again" }, () => "x"), /declared twice/);
+  assert.throws(() => tool({ name: "unit_vague" }, () => "x"), /tool `unit_vague` needs `description`/);
 });
 
 test("an object becomes text and structured content", () => {
@@ -139,7 +114,7 @@ test("a first round asks, with the state as JSON bytes", () => {
 
 test("the retry reads the answer by key and the state, and reaches the host", () => {
   calls.length = 0;
-  const outcome = tools.callTool("unit_ask", "{}", retry({ asked: 1 }, [["colour", accepted({ colour: "teal" })]]));
+  const outcome = tools.callTool("unit_ask", "{}", retry({ asked: 1 }, [["colour", answered("accept", { colour: "teal" })]]));
   assert.equal(outcome.tag, "complete");
   assert.equal(outcome.val.content[0].val.text, "teal after round 1");
   assert.deepEqual(calls, [
@@ -149,8 +124,7 @@ test("the retry reads the answer by key and the state, and reaches the host", ()
 });
 
 test("a declined answer and a ToolError end in an error result", () => {
-  const declined = { tag: "elicitation", val: { action: "decline", content: undefined } };
-  const outcome = tools.callTool("unit_ask", "{}", retry({ asked: 1 }, [["colour", declined]]));
+  const outcome = tools.callTool("unit_ask", "{}", retry({ asked: 1 }, [["colour", answered("decline")]]));
   assert.equal(outcome.tag, "complete");
   assert.equal(outcome.val.isError, true);
   assert.equal(outcome.val.content[0].val.text, "no colour: decline");
@@ -195,6 +169,18 @@ test("retainSupported drops what the client cannot answer", () => {
   );
 });
 
+test("a sampling request carries its messages and preferences", () => {
+  const request = new Sampling(50, { systemPrompt: "be brief", modelHints: ["small"] }).user("q").assistant("a").toWit();
+  assert.equal(request.maxTokens, 50);
+  assert.equal(request.systemPrompt, "be brief");
+  assert.deepEqual(
+    request.messages.map((m) => [m.role, m.content[0].val.text]),
+    [["user", "q"], ["assistant", "a"]],
+  );
+  assert.deepEqual(request.modelPreferences.hints, [{ name: "small" }]);
+  assert.equal(new Sampling(10).toWit().modelPreferences, undefined, "no hints, no preferences");
+});
+
 test("asking twice under one key keeps the last question", () => {
   const asked = new InputRequired().listRoots("k").elicitUrl("k", "visit", "https://example.com/");
   assert.equal(asked.toWit().requests.length, 1);
@@ -217,7 +203,7 @@ test("sampling and roots answers are read by key", () => {
   const roots = { tag: "roots", val: [{ uri: "file:///a", name: "a" }] };
   let seen;
   tool({ name: "unit_read_answers", description: "Reads answers." }, (call) => {
-    seen = { sampling: call.sampling("s"), roots: call.roots("r"), missing: call.roots("s") };
+    seen = { sampling: call.sampling("s"), roots: call.roots("r"), missing: call.roots("s"), noForm: call.elicitation("s") };
     return "ok";
   });
   tools.callTool("unit_read_answers", "{}", retry({}, [["s", sampled], ["r", roots]]));
@@ -225,6 +211,7 @@ test("sampling and roots answers are read by key", () => {
   assert.equal(seen.sampling.model, "m");
   assert.deepEqual(seen.roots, [{ uri: "file:///a", name: "a" }]);
   assert.equal(seen.missing, undefined, "an answer of another kind is no roots answer");
+  assert.equal(seen.noForm, undefined, "nor an elicitation");
 });
 
 test("state that is not JSON reads as the fallback; bytes stay bytes", () => {
@@ -265,7 +252,7 @@ test("results carry every kind of block", () => {
 });
 
 prompt(
-  { name: "unit_prompt", arguments: [{ name: "who", required: true }, { name: "style" }] },
+  { name: "unit_prompt", description: "Greets.", arguments: [{ name: "who", required: true }, { name: "style" }] },
   (request) => {
     if (!request.arguments.who) throw new InvalidArguments("who is missing");
     if (request.arguments.style === undefined && request.elicitation("style") === undefined) {
@@ -294,10 +281,13 @@ test("prompts list their arguments, render, ask and refuse", () => {
     val: "who is missing",
   });
   assert.equal(prompts.getPrompt("nope", [], firstRound()).tag, "invalid-arguments");
+  assert.throws(() => prompt({ name: "unit_vague" }, () => "x"), /prompt `unit_vague` needs `description`/);
 });
 
 resource({ uri: "unit://readme", name: "readme", mimeType: "text/plain", size: 5 }, () => "hello");
 resource({ uri: "unit://bytes", name: "bytes" }, () => [contents("unit://bytes", [1, 2, 3], "application/octet-stream")]);
+resource({ uri: "unit://png", name: "png", mimeType: "image/png" }, () => Uint8Array.of(0x89, 0x50));
+resource({ uri: "unit://wrong", name: "wrong" }, () => 42);
 template({ uriTemplate: "unit://item/{id}", name: "item" }, (read) =>
   read.variables.id === "1" ? `item ${read.variables.id} via ${read.template}` : undefined,
 );
@@ -305,7 +295,7 @@ template({ uriTemplate: "unit://item/{id}", name: "item" }, (read) =>
 test("resources list, read, and are not found", () => {
   assert.deepEqual(
     resources.listResources().map((r) => r.uri),
-    ["unit://readme", "unit://bytes"],
+    ["unit://readme", "unit://bytes", "unit://png", "unit://wrong"],
   );
   assert.equal(resources.listResources()[0].size, 5n);
   assert.equal(resources.listResourceTemplates()[0].uriTemplate, "unit://item/{id}");
@@ -314,8 +304,13 @@ test("resources list, read, and are not found", () => {
     tag: "complete",
     val: [{ uri: "unit://readme", mimeType: "text/plain", body: { tag: "text", val: "hello" } }],
   });
-  const blob = resources.readResource("unit://bytes", undefined, firstRound());
-  assert.deepEqual([...blob.val[0].body.val], [1, 2, 3]);
+  const parts = resources.readResource("unit://bytes", undefined, firstRound());
+  assert.deepEqual([...parts.val[0].body.val], [1, 2, 3]);
+  const [png] = resources.readResource("unit://png", undefined, firstRound()).val;
+  assert.equal(png.mimeType, "image/png");
+  assert.equal(png.body.tag, "blob");
+  assert.deepEqual([...png.body.val], [0x89, 0x50]);
+  assert.throws(() => resources.readResource("unit://wrong", undefined, firstRound()), /not an outcome/);
   const match = { uriTemplate: "unit://item/{id}", variables: [["id", "1"]] };
   assert.equal(
     resources.readResource("unit://item/1", match, firstRound()).val[0].body.val,
@@ -324,12 +319,14 @@ test("resources list, read, and are not found", () => {
   const missing = { uriTemplate: "unit://item/{id}", variables: [["id", "2"]] };
   assert.deepEqual(resources.readResource("unit://item/2", missing, firstRound()), { tag: "not-found" });
   assert.deepEqual(resources.readResource("unit://none", undefined, firstRound()), { tag: "not-found" });
+  assert.throws(() => resource({ uri: "unit://nameless" }, () => "x"), /resource `unit:\/\/nameless` needs `name`/);
 });
 
 completer({ prompt: "unit_prompt", argument: "who" }, (request) =>
   Completion.matching(["Ada", "Alan", "Grace"], request.value),
 );
 completer({ template: "unit://item/{id}", argument: "id" }, () => ["1", "2"]);
+completer({ prompt: "unit_prompt", argument: "style" }, () => Array.from({ length: MAX_VALUES + 1 }, (_, i) => `s${i}`));
 
 test("completions match by prefix and are cut at the limit", () => {
   const ask = (target, argumentName, argumentValue) =>
@@ -340,7 +337,11 @@ test("completions match by prefix and are cut at the limit", () => {
     hasMore: false,
   });
   assert.deepEqual(ask({ tag: "resource-template", val: "unit://item/{id}" }, "id", "").values, ["1", "2"]);
+  assert.deepEqual(ask({ tag: "prompt", val: "unit_prompt" }, "who", "al").values, ["Alan"], "case is ignored");
   assert.deepEqual(ask({ tag: "prompt", val: "unit_prompt" }, "nobody", "").values, []);
+  const cut = ask({ tag: "prompt", val: "unit_prompt" }, "style", "");
+  assert.equal(cut.values.length, MAX_VALUES, "a completer's long list is cut");
+  assert.equal(cut.hasMore, true);
   const many = Completion.matching(
     Array.from({ length: MAX_VALUES + 5 }, (_, i) => `v${i}`),
     "v",

@@ -3,6 +3,8 @@
 // would use them. Never run; a wrong declaration fails the check.
 
 import {
+  type Call,
+  type Json,
   Completion,
   ContinueAsTask,
   Failed,
@@ -51,17 +53,25 @@ tool(
   },
 );
 
-prompt({ name: "greet", arguments: [{ name: "who", required: true }] }, (request) => {
+prompt({ name: "greet", description: "Greets someone.", arguments: [{ name: "who", required: true }] }, (request) => {
   if (!request.arguments.who) throw new InvalidArguments("who?");
   return new PromptResult("a greeting").user(`Greet ${request.arguments.who}`);
 });
 
 resource({ uri: "x://readme", name: "readme" }, () => "hello");
+resource({ uri: "x://logo", name: "logo", mimeType: "image/png" }, () => Uint8Array.of(0x89, 0x50));
 template({ uriTemplate: "x://item/{id}", name: "item" }, (read) => [contents(read.uri, `item ${read.variables.id}`)]);
 completer({ template: "x://item/{id}", argument: "id" }, (request) => Completion.matching(["1", "2"], request.value));
+tool({ name: "twice", description: "Returns its arguments twice." }, (call) => [call.arguments, call.arguments]);
 
 // Misuses the declarations must refuse.
 // @ts-expect-error: a handler must return an outcome, not a number.
 tool({ name: "bad", description: "returns a number" }, () => 42);
 // @ts-expect-error: a tool needs a description.
 tool({ name: "undescribed" }, () => "ok");
+// @ts-expect-error: so does a prompt.
+prompt({ name: "undescribed" }, () => "ok");
+// @ts-expect-error: handlers run synchronously; a promise is no outcome.
+tool({ name: "later", description: "async" }, async () => "ok");
+// @ts-expect-error: without a fallback, the state may be missing.
+export const stateOf = (call: Call): Json => call.state();

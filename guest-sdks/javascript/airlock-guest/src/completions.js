@@ -1,7 +1,7 @@
 // Argument completion for prompts and resource templates: `completer(spec,
 // suggest)` declares one; `completions` is the export.
 
-/** Most values one completion may hold; the host cuts longer lists. */
+/** Most values one completion may hold; longer lists are cut (and `hasMore` set). */
 export const MAX_VALUES = 100;
 
 /** Suggested values. */
@@ -12,9 +12,10 @@ export class Completion {
     this.hasMore = hasMore;
   }
 
-  /** The `candidates` that start with `prefix`, at most `MAX_VALUES` of them. */
+  /** The `candidates` that start with `prefix` (ignoring case), at most `MAX_VALUES` of them. */
   static matching(candidates, prefix) {
-    const found = [...candidates].filter((c) => c.startsWith(prefix));
+    const typed = prefix.toLowerCase();
+    const found = [...candidates].filter((c) => c.toLowerCase().startsWith(typed));
     return new Completion(found.slice(0, MAX_VALUES), { total: found.length, hasMore: found.length > MAX_VALUES });
   }
 }
@@ -44,7 +45,7 @@ export const completions = {
       value: request.argumentValue,
       context: Object.fromEntries(request.context),
     });
-    const completion = found instanceof Completion ? found : new Completion(found);
-    return { values: completion.values, total: completion.total, hasMore: completion.hasMore };
+    const { values, total, hasMore } = found instanceof Completion ? found : new Completion(found);
+    return { values: values.slice(0, MAX_VALUES), total, hasMore: hasMore || values.length > MAX_VALUES };
   },
 };

@@ -2,6 +2,7 @@
 
 import { InputRequired } from "./asking.js";
 import { textBlock } from "./content.js";
+import { requireStrings } from "./declare.js";
 import { Inputs } from "./inputs.js";
 
 /** The arguments are wrong: the client gets -32602 with this message. */
@@ -37,6 +38,7 @@ const registered = new Map();
 
 /** Declares a prompt: `spec` names, describes it and lists its arguments. */
 export function prompt(spec, handler) {
+  requireStrings("prompt", spec, ["name", "description"]);
   const { name, title, description, arguments: args = [] } = spec;
   if (registered.has(name)) throw new Error(`prompt \`${name}\` is declared twice`);
   const listing = {

@@ -3,6 +3,7 @@
 
 import { InputRequired } from "./asking.js";
 import { resourceContents } from "./content.js";
+import { requireStrings } from "./declare.js";
 import { Inputs } from "./inputs.js";
 
 /** One part of a read's result. */
@@ -19,6 +20,7 @@ function declare(table, key, listing, reader) {
 
 /** Declares the reader of the resource `spec.uri`. */
 export function resource(spec, reader) {
+  requireStrings("resource", spec, ["uri", "name"]);
   const { uri, name, title, description, mimeType, size } = spec;
   const listing = { uri, name, title, description, mimeType, size: size === undefined ? undefined : BigInt(size), annotations: undefined };
   return declare(fixed, uri, listing, reader);
@@ -26,8 +28,20 @@ export function resource(spec, reader) {
 
 /** Declares the reader of every URI matching `spec.uriTemplate` (RFC 6570 `{var}`, `{+var}`). */
 export function template(spec, reader) {
+  requireStrings("resource template", spec, ["uriTemplate", "name"]);
   const { uriTemplate, name, title, description, mimeType } = spec;
   return declare(templates, uriTemplate, { uriTemplate, name, title, description, mimeType, annotations: undefined }, reader);
+}
+
+/** What a reader returned, as the contract's `read-outcome`. */
+function readOutcome(uri, mimeType, outcome) {
+  if (outcome === undefined || outcome === null) return { tag: "not-found" };
+  if (outcome instanceof InputRequired) return { tag: "input-required", val: outcome.toWit() };
+  if (typeof outcome === "string" || outcome instanceof Uint8Array) {
+    return { tag: "complete", val: [resourceContents(uri, outcome, mimeType)] };
+  }
+  if (Array.isArray(outcome)) return { tag: "complete", val: outcome };
+  throw new TypeError(`a resource reader returned ${outcome}, which is not an outcome`);
 }
 
 /** The component's `resources` export. */
@@ -47,10 +61,6 @@ export const resources = {
     read.uri = uri;
     read.template = match?.uriTemplate;
     read.variables = Object.fromEntries(match?.variables ?? []);
-    const outcome = entry.reader(read);
-    if (outcome === undefined || outcome === null) return { tag: "not-found" };
-    if (outcome instanceof InputRequired) return { tag: "input-required", val: outcome.toWit() };
-    if (Array.isArray(outcome)) return { tag: "complete", val: outcome };
-    return { tag: "complete", val: [resourceContents(uri, outcome, entry.listing.mimeType)] };
+    return readOutcome(uri, entry.listing.mimeType, entry.reader(read));
   },
 };

@@ -3,6 +3,7 @@
 
 import { InputRequired } from "./asking.js";
 import { Result, toJson } from "./content.js";
+import { requireStrings } from "./declare.js";
 import { Inputs } from "./inputs.js";
 
 const encoder = new TextEncoder();
@@ -43,6 +44,7 @@ const registered = new Map();
 
 /** Declares a tool: `spec` names and describes it, `handler(call)` runs its calls. */
 export function tool(spec, handler) {
+  requireStrings("tool", spec, ["name", "description"]);
   const { name, description, title, inputSchema, outputSchema, taskSupport = "never" } = spec;
   if (registered.has(name)) throw new Error(`tool \`${name}\` is declared twice`);
   const hints = {

@@ -13,18 +13,22 @@ import { Completion, InputRequired, InvalidArguments, PromptResult, completer, p
 
 export { completions, prompts, resources } from "airlock-guest";
 
-const NOTES = { 1: "Buy milk", 2: "Water the plants", 12: "Call the plumber" };
+const NOTES = new Map([
+  ["1", "Buy milk"],
+  ["2", "Water the plants"],
+  ["12", "Call the plumber"],
+]);
 const STYLES = ["brief", "detailed"];
-const noteIds = () => Object.keys(NOTES).sort();
+const noteIds = () => [...NOTES.keys()].sort();
 
 resource(
   { uri: "notes://readme", name: "readme", title: "About the notebook", mimeType: "text/plain" },
-  () => `A notebook of ${noteIds().length} notes; read one at notes://note/{id}.`,
+  () => `A notebook of ${NOTES.size} notes; read one at notes://note/{id}.`,
 );
 
 template(
   { uriTemplate: "notes://note/{id}", name: "note", description: "One note by id.", mimeType: "text/plain" },
-  (read) => NOTES[read.variables.id],
+  (read) => NOTES.get(read.variables.id),
 );
 
 prompt(
@@ -35,14 +39,14 @@ prompt(
   },
   (request) => {
     const id = request.arguments.id;
-    if (!Object.hasOwn(NOTES, id ?? "")) throw new InvalidArguments(`no note with id '${id}'`);
+    if (!NOTES.has(id)) throw new InvalidArguments(`no note with id '${id}'`);
     let style = request.arguments.style;
     if (!STYLES.includes(style)) style = request.elicitation("style")?.acceptedContent()?.style;
     if (!STYLES.includes(style)) {
       const schema = { type: "object", properties: { style: { type: "string", enum: STYLES } }, required: ["style"] };
       return new InputRequired().elicitForm("style", "How detailed should the summary be?", schema);
     }
-    return new PromptResult(`a ${style} summary`).user(`Summarise this note (${style}): ${NOTES[id]}`);
+    return new PromptResult(`a ${style} summary`).user(`Summarise this note (${style}): ${NOTES.get(id)}`);
   },
 );
 
