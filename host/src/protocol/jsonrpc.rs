@@ -327,7 +327,9 @@ pub enum EncodeError {
 /// bytes: the buffer never grows past the limit, whatever `value` holds.
 pub fn encode_within(value: &impl Serialize, limit: usize) -> Result<String, EncodeError> {
     let mut out = Capped {
-        bytes: Vec::new(),
+        // Most results are small: start with room for one, not with growing
+        // from nothing.
+        bytes: Vec::with_capacity(limit.min(INITIAL_ENCODE_CAPACITY)),
         limit,
         overflowed: false,
     };
@@ -337,6 +339,9 @@ pub fn encode_within(value: &impl Serialize, limit: usize) -> Result<String, Enc
         Err(e) => Err(EncodeError::Invalid(e.to_string())),
     }
 }
+
+/// Bytes [`encode_within`] reserves before it starts writing.
+const INITIAL_ENCODE_CAPACITY: usize = 512;
 
 /// The error reply for a result that cannot be encoded.
 fn encoding_failed(id: &Value, error: &serde_json::Error) -> Vec<u8> {

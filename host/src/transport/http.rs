@@ -44,7 +44,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util::Stream;
@@ -165,12 +165,8 @@ pub async fn serve(
     }
     let router = admitted(admission, mcp, public)
         .with_state(app)
-        .merge(health_routes(health.clone()))
-        .layer(axum::middleware::from_fn_with_state(
-            health,
-            health::close_while_draining,
-        ));
-    connections::serve(listener, router, limits, shutdown).await
+        .merge(health_routes(health.clone()));
+    connections::serve(listener, router, limits, health.draining(), shutdown).await
 }
 
 /// Ends idle sessions, checking a few times per idle timeout.
@@ -243,7 +239,7 @@ fn whole_seconds(after: Duration) -> u64 {
     u64::try_from(seconds).unwrap_or(u64::MAX).max(1)
 }
 
-fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+fn header_str<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Option<&'a str> {
     // A value with bytes outside visible ASCII can never match a body value
     // (those travel Base64-encoded), so it is read as a value that mismatches.
     headers
@@ -264,7 +260,7 @@ impl App {
     /// names none, `Err` when it is not an open session of `principal` (see
     /// [`session_not_found`]).
     fn session(&self, headers: &HeaderMap, principal: &str) -> Result<Option<Arc<Session>>, ()> {
-        let Some(id) = headers.get(SESSION_HEADER) else {
+        let Some(id) = headers.get(&SESSION_HEADER) else {
             return Ok(None);
         };
         id.to_str()
@@ -321,12 +317,13 @@ fn unread_body(error: &(dyn std::error::Error + 'static), limit: usize) -> Respo
     response
 }
 
-/// The principal admission found for `request` (see [`admission`]).
-fn admitted_principal(request: &axum::extract::Request) -> Option<String> {
+/// The principal admission found for `request` (see [`admission`]), taken
+/// out of it.
+fn admitted_principal(request: &mut axum::extract::Request) -> Option<String> {
     request
-        .extensions()
-        .get::<Principal>()
-        .map(|Principal(principal)| principal.clone())
+        .extensions_mut()
+        .remove::<Principal>()
+        .map(|Principal(principal)| principal)
 }
 
 /// What a handler answers if a request reached it without admission: a
@@ -341,7 +338,13 @@ fn not_admitted() -> Response {
 }
 
 /// The header that names a legacy session.
-const SESSION_HEADER: &str = "mcp-session-id";
+static SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
+
+/// The headers that mirror a request's body (MCP 2026-07-28), named once
+/// rather than parsed from text at every lookup.
+static PROTOCOL_VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
+static METHOD_HEADER: HeaderName = HeaderName::from_static("mcp-method");
+static NAME_HEADER: HeaderName = HeaderName::from_static("mcp-name");
 
 /// The 404 for a session id that names no open session, echoing the id of
 /// the request it answers, if any.
@@ -361,11 +364,11 @@ const SESSION_NOT_FOUND: i32 = -32001;
 
 /// GET with a session id: the session's standalone stream (list changes,
 /// resource updates). Without one, 405: the 2026-07-28 wire has no GET.
-async fn handle_get(State(app): State<Arc<App>>, request: axum::extract::Request) -> Response {
-    let headers = request.headers();
-    let Some(principal) = admitted_principal(&request) else {
+async fn handle_get(State(app): State<Arc<App>>, mut request: axum::extract::Request) -> Response {
+    let Some(principal) = admitted_principal(&mut request) else {
         return not_admitted();
     };
+    let headers = request.headers();
     let session = match app.session(headers, &principal) {
         Ok(Some(session)) => session,
         Ok(None) => return method_not_allowed().await,
@@ -399,12 +402,15 @@ async fn handle_get(State(app): State<Arc<App>>, request: axum::extract::Request
 }
 
 /// DELETE with a session id ends the session.
-async fn handle_delete(State(app): State<Arc<App>>, request: axum::extract::Request) -> Response {
-    let headers = request.headers();
-    let Some(principal) = admitted_principal(&request) else {
+async fn handle_delete(
+    State(app): State<Arc<App>>,
+    mut request: axum::extract::Request,
+) -> Response {
+    let Some(principal) = admitted_principal(&mut request) else {
         return not_admitted();
     };
-    let Some(id) = headers.get(SESSION_HEADER) else {
+    let headers = request.headers();
+    let Some(id) = headers.get(&SESSION_HEADER) else {
         return method_not_allowed().await;
     };
     match id.to_str() {
@@ -416,10 +422,10 @@ async fn handle_delete(State(app): State<Arc<App>>, request: axum::extract::Requ
     }
 }
 
-async fn handle_post(State(app): State<Arc<App>>, request: axum::extract::Request) -> Response {
+async fn handle_post(State(app): State<Arc<App>>, mut request: axum::extract::Request) -> Response {
     // Taken apart rather than extracted: the `HeaderMap` extractor clones
     // every header of every request.
-    let Some(principal) = admitted_principal(&request) else {
+    let Some(principal) = admitted_principal(&mut request) else {
         return not_admitted();
     };
     let (parts, body) = request.into_parts();
@@ -456,7 +462,7 @@ async fn handle_post(State(app): State<Arc<App>>, request: axum::extract::Reques
     if legacy::is_legacy_initialize(&request) {
         return open_session(&app, &request, &principal);
     }
-    if let Some(version) = header_str(&headers, "mcp-protocol-version")
+    if let Some(version) = header_str(&headers, &PROTOCOL_VERSION_HEADER)
         && legacy::LEGACY_VERSIONS.contains(&version)
         && !legacy::carries_modern_envelope(&request.params)
     {
@@ -476,9 +482,9 @@ async fn handle_post(State(app): State<Arc<App>>, request: axum::extract::Reques
     let server = app.server.clone();
     let run = move |notifier: Option<Notifier>| async move {
         let mirrored = MirroredHeaders {
-            protocol_version: header_str(&headers, "mcp-protocol-version"),
-            method: header_str(&headers, "mcp-method"),
-            name: header_str(&headers, "mcp-name"),
+            protocol_version: header_str(&headers, &PROTOCOL_VERSION_HEADER),
+            method: header_str(&headers, &METHOD_HEADER),
+            name: header_str(&headers, &NAME_HEADER),
             all: Some(&headers),
         };
         let context = RequestContext {
@@ -491,18 +497,7 @@ async fn handle_post(State(app): State<Arc<App>>, request: axum::extract::Reques
         let keep_alive = listening.then_some(KEEP_ALIVE);
         stream_or_reply(run, keep_alive).await
     } else {
-        reply_from_task(run(None)).await
-    }
-}
-
-/// Runs a call on its own task (so an idle worker can take it) and answers
-/// with its reply as JSON; the task is aborted if the client goes away (this
-/// future is dropped).
-async fn reply_from_task(call: impl Future<Output = Reply> + Send + 'static) -> Response {
-    let mut task = AbortOnDrop(tokio::spawn(call));
-    match (&mut task.0).await {
-        Ok(reply) => reply_response(reply),
-        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+        reply_response(run(None).await)
     }
 }
 
@@ -539,7 +534,7 @@ fn open_session(app: &App, request: &Request, principal: &str) -> Response {
         return error_response(status, Some(&request.id), &error);
     }
     let mut response = reply_response(reply);
-    response.headers_mut().insert(SESSION_HEADER, id);
+    response.headers_mut().insert(SESSION_HEADER.clone(), id);
     response
 }
 
@@ -587,16 +582,7 @@ async fn session_post(
         // Kept alive: the stream may wait minutes for a person to answer.
         stream_or_reply(run, Some(KEEP_ALIVE)).await
     } else {
-        reply_from_task(run(None)).await
-    }
-}
-
-/// A task that is aborted when its handle is dropped.
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
+        reply_response(run(None).await)
     }
 }
 

@@ -17,15 +17,23 @@
 //!
 //! Public routes (the OAuth metadata document) pass the Host and Origin
 //! check only.
+//!
+//! The checks need nothing but the request head, so [`Admitted`] is a plain
+//! tower service: a refused request is answered at once, and an admitted
+//! one goes on to the route as it is, with no boxed future or service clone
+//! per request.
 
+use std::convert::Infallible;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
-use axum::middleware::{self, Next};
 use axum::response::Response;
+use futures_util::future::{Either, Ready, ready};
+use tower::{Layer, Service};
 
 use crate::auth::{Authenticator, Refusal};
 use crate::protocol::jsonrpc::RpcError;
@@ -54,123 +62,162 @@ pub fn admitted<S>(admission: Arc<Admission>, mcp: Router<S>, public: Router<S>)
 where
     S: Clone + Send + Sync + 'static,
 {
-    let mcp = mcp
-        .layer(middleware::from_fn_with_state(
-            admission.clone(),
-            check_body,
-        ))
-        .layer(middleware::from_fn_with_state(
-            admission.clone(),
-            authenticate,
-        ));
-    mcp.merge(public)
-        .layer(middleware::from_fn_with_state(admission, check_host))
+    let endpoint = AdmissionLayer {
+        admission: admission.clone(),
+        scope: Scope::Endpoint,
+    };
+    let public = public.layer(AdmissionLayer {
+        admission,
+        scope: Scope::Public,
+    });
+    // A path that names no route is the endpoint's too: its fallback is
+    // layered with the endpoint's checks (the merged router keeps it).
+    mcp.fallback(no_route).layer(endpoint).merge(public)
 }
 
-/// 403 unless `Host` and `Origin` are allowed.
-async fn check_host(
-    State(admission): State<Arc<Admission>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    match admission.check_host_and_origin(request.headers()) {
-        Ok(()) => next.run(request).await,
-        Err(message) => {
-            tracing::info!(%message, "request refused");
-            super::error_response(
-                StatusCode::FORBIDDEN,
-                None,
-                &RpcError::invalid_request(message),
-            )
+/// 404, for a path that names no route.
+async fn no_route() -> StatusCode {
+    StatusCode::NOT_FOUND
+}
+
+/// Which checks a route gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Host and Origin, authentication, the body.
+    Endpoint,
+    /// Host and Origin only.
+    Public,
+}
+
+/// Puts [`Admitted`] in front of a route.
+#[derive(Debug, Clone)]
+struct AdmissionLayer {
+    admission: Arc<Admission>,
+    scope: Scope,
+}
+
+impl<S> Layer<S> for AdmissionLayer {
+    type Service = Admitted<S>;
+
+    fn layer(&self, inner: S) -> Admitted<S> {
+        Admitted {
+            inner,
+            admission: self.admission.clone(),
+            scope: self.scope,
         }
     }
 }
 
-/// 401 unless the request authenticates; else its [`Principal`] goes into
-/// its extensions.
-async fn authenticate(
-    State(admission): State<Arc<Admission>>,
-    mut request: Request,
-    next: Next,
-) -> Response {
-    let authorization = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|h| h.to_str().ok());
-    match admission.auth.authenticate(authorization) {
-        Ok(principal) => {
-            request.extensions_mut().insert(Principal(principal));
-            next.run(request).await
+/// A route that only admitted requests reach; the others are answered with
+/// their refusal (403, 401, 415 or 413).
+#[derive(Debug, Clone)]
+pub struct Admitted<S> {
+    inner: S,
+    admission: Arc<Admission>,
+    scope: Scope,
+}
+
+impl<S> Service<Request> for Admitted<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Either<Ready<Result<Response, Infallible>>, S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> <Self as Service<Request>>::Future {
+        match self.admission.admit(request, self.scope) {
+            Ok(request) => Either::Right(self.inner.call(request)),
+            Err(refused) => Either::Left(ready(Ok(self.admission.refusal(refused)))),
         }
-        Err(refusal) => unauthorized(&admission.auth, refusal),
     }
 }
 
-/// 415 for a body that is not JSON, 413 for one declared larger than the
-/// limit; otherwise the body is read at most up to the limit.
-async fn check_body(
-    State(admission): State<Arc<Admission>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    if request.method() != Method::POST {
-        return next.run(request).await;
-    }
-    let headers = request.headers();
-    if let Some(content_type) = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        && !content_type
-            .trim_start()
-            .to_ascii_lowercase()
-            .starts_with("application/json")
-    {
-        return super::error_response(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            None,
-            &RpcError::invalid_request(format!(
-                "Unsupported Content-Type '{content_type}': send application/json"
-            )),
-        );
-    }
-    let limit = admission.max_body_bytes;
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    if declared.is_some_and(|length| length > limit as u64) {
-        return super::body_too_large(limit);
-    }
-    let request = request.map(|body| Body::new(http_body_util::Limited::new(body, limit)));
-    next.run(request).await
-}
-
-/// A 401 with its `WWW-Authenticate` challenge.
-fn unauthorized(auth: &Authenticator, refusal: Refusal) -> Response {
-    tracing::debug!(reason = refusal.description(), "request not authenticated");
-    let mut response = super::error_response(
-        StatusCode::UNAUTHORIZED,
-        None,
-        &RpcError::invalid_request(format!("Unauthorized: {}", refusal.description())),
-    );
-    let challenge = HeaderValue::from_str(&auth.challenge(refusal))
-        .unwrap_or_else(|_| HeaderValue::from_static("Bearer realm=\"airlock\""));
-    response
-        .headers_mut()
-        .insert(header::WWW_AUTHENTICATE, challenge);
-    response
-}
-
-/// The host part of `host[:port]` (keeps the brackets of an IPv6 literal).
-fn host_name(authority: &str) -> &str {
-    if authority.starts_with('[') {
-        return authority.split_inclusive(']').next().unwrap_or(authority);
-    }
-    authority
-        .rsplit_once(':')
-        .map_or(authority, |(host, _)| host)
+/// Why a request was not admitted.
+#[derive(Debug)]
+enum Refused {
+    /// `Host` or `Origin` is not allowed (403); the message says which.
+    Forbidden(String),
+    /// No valid credentials (401, with a challenge).
+    Unauthorized(Refusal),
+    /// A body that is not JSON (415), of this content type.
+    NotJson(String),
+    /// A body declared larger than the limit (413).
+    TooLarge,
 }
 
 impl Admission {
+    /// `request`, ready for its route, or why it is refused.
+    fn admit(&self, mut request: Request, scope: Scope) -> Result<Request, Refused> {
+        self.check_host_and_origin(request.headers())
+            .map_err(Refused::Forbidden)?;
+        if scope == Scope::Public {
+            return Ok(request);
+        }
+        let authorization = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|h| h.to_str().ok());
+        let principal = self
+            .auth
+            .authenticate(authorization)
+            .map_err(Refused::Unauthorized)?;
+        request.extensions_mut().insert(Principal(principal));
+        self.check_body(request)
+    }
+
+    /// Refuses a body that is not JSON, or one declared larger than the
+    /// limit; otherwise the body is read at most up to the limit.
+    fn check_body(&self, request: Request) -> Result<Request, Refused> {
+        if request.method() != Method::POST {
+            return Ok(request);
+        }
+        let headers = request.headers();
+        if let Some(content_type) = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            && !is_json(content_type)
+        {
+            return Err(Refused::NotJson(content_type.to_owned()));
+        }
+        let limit = self.max_body_bytes;
+        let declared = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+        if declared.is_some_and(|length| length > limit as u64) {
+            return Err(Refused::TooLarge);
+        }
+        Ok(request.map(|body| Body::new(http_body_util::Limited::new(body, limit))))
+    }
+
+    /// The answer to a request refused for `refused`: 403, 401 with its
+    /// challenge, 415 or 413.
+    fn refusal(&self, refused: Refused) -> Response {
+        match refused {
+            Refused::Forbidden(message) => {
+                tracing::info!(%message, "request refused");
+                super::error_response(
+                    StatusCode::FORBIDDEN,
+                    None,
+                    &RpcError::invalid_request(message),
+                )
+            }
+            Refused::Unauthorized(refusal) => unauthorized(&self.auth, refusal),
+            Refused::NotJson(content_type) => super::error_response(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                None,
+                &RpcError::invalid_request(format!(
+                    "Unsupported Content-Type '{content_type}': send application/json"
+                )),
+            ),
+            Refused::TooLarge => super::body_too_large(self.max_body_bytes),
+        }
+    }
+
     fn host_allowed(&self, host: &str) -> bool {
         let host = host_name(host);
         self.allowed_hosts
@@ -202,6 +249,42 @@ impl Admission {
         }
         Ok(())
     }
+}
+
+/// A 401 with its `WWW-Authenticate` challenge.
+fn unauthorized(auth: &Authenticator, refusal: Refusal) -> Response {
+    tracing::debug!(reason = refusal.description(), "request not authenticated");
+    let mut response = super::error_response(
+        StatusCode::UNAUTHORIZED,
+        None,
+        &RpcError::invalid_request(format!("Unauthorized: {}", refusal.description())),
+    );
+    let challenge = HeaderValue::from_str(&auth.challenge(refusal))
+        .unwrap_or_else(|_| HeaderValue::from_static("Bearer realm=\"airlock\""));
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, challenge);
+    response
+}
+
+/// Whether a `Content-Type` value is JSON (`application/json`, any case,
+/// with or without parameters).
+fn is_json(content_type: &str) -> bool {
+    const JSON: &str = "application/json";
+    content_type
+        .trim_start()
+        .get(..JSON.len())
+        .is_some_and(|start| start.eq_ignore_ascii_case(JSON))
+}
+
+/// The host part of `host[:port]` (keeps the brackets of an IPv6 literal).
+fn host_name(authority: &str) -> &str {
+    if authority.starts_with('[') {
+        return authority.split_inclusive(']').next().unwrap_or(authority);
+    }
+    authority
+        .rsplit_once(':')
+        .map_or(authority, |(host, _)| host)
 }
 
 #[cfg(test)]
@@ -294,6 +377,28 @@ mod tests {
         );
         let origin = ("origin", "https://evil.com");
         assert_eq!(send("GET", "/public", &[HOST, origin], "").await.0, 403);
+    }
+
+    #[tokio::test]
+    async fn a_path_that_names_no_route_is_checked_like_the_endpoint() {
+        let (status, _) = send("GET", "/nowhere", &[("host", "evil.com")], "").await;
+        assert_eq!(status, 403, "a foreign Host, on any path");
+        assert_eq!(send("GET", "/nowhere", &[HOST], "").await.0, 401);
+        assert_eq!(send("GET", "/nowhere", &[HOST, TOKEN], "").await.0, 404);
+    }
+
+    #[test]
+    fn json_is_recognised_in_any_case_and_with_parameters() {
+        for json in [
+            "application/json",
+            "Application/JSON; charset=utf-8",
+            "  application/json",
+        ] {
+            assert!(is_json(json), "{json}");
+        }
+        for other in ["text/plain", "application/jso", "", "applicatiön/json"] {
+            assert!(!is_json(other), "{other}");
+        }
     }
 
     #[tokio::test]

@@ -35,14 +35,14 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::http::{Request, Response};
+use axum::http::{HeaderValue, Request, Response, header};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::time::Instant;
 
 /// Limits on HTTP connections.
@@ -97,11 +97,14 @@ const FULL_WARNING_EVERY: Duration = Duration::from_secs(10);
 /// Serves `router` on `listener` until `shutdown` completes; then stops
 /// accepting, lets every open connection finish its requests in flight
 /// (idle ones close at once), and returns when all are closed, or when the
-/// shutdown timeout cuts those still busy.
+/// shutdown timeout cuts those still busy. While `draining` is true (before
+/// the shutdown), every response closes its connection, so that a load
+/// balancer opens its next one to another server.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     limits: ConnectionLimits,
+    draining: watch::Receiver<bool>,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
     let permits = Arc::new(Semaphore::new(limits.max_connections as usize));
@@ -110,11 +113,15 @@ pub async fn serve(
     // No hyper timer: the timeouts are ours (see the module docs).
     builder.keep_alive(true).header_read_timeout(None);
     let serve_connection = |stream: TcpStream, permit: OwnedSemaphorePermit| {
+        let service = TrackedService {
+            inner: TowerToHyperService::new(router.clone()),
+            activity: Arc::new(Activity::new(limits)),
+            draining: draining.clone(),
+        };
         tokio::spawn(connection(
             stream,
             builder.clone(),
-            router.clone(),
-            limits,
+            service,
             stopped.clone(),
             permit,
         ));
@@ -221,8 +228,7 @@ fn is_connection_error(error: &io::Error) -> bool {
 async fn connection(
     stream: TcpStream,
     builder: http1::Builder,
-    router: Router,
-    limits: ConnectionLimits,
+    service: TrackedService,
     mut stop: watch::Receiver<bool>,
     _permit: OwnedSemaphorePermit,
 ) {
@@ -231,15 +237,11 @@ async fn connection(
     if let Err(error) = stream.set_nodelay(true) {
         tracing::debug!(%error, "cannot set TCP_NODELAY");
     }
-    let activity = Arc::new(Activity::new(limits));
+    let activity = service.activity.clone();
     let io = TokioIo::new(WatchedIo {
         inner: stream,
         activity: activity.clone(),
     });
-    let service = TrackedService {
-        inner: TowerToHyperService::new(router),
-        activity: activity.clone(),
-    };
     let conn = builder.serve_connection(io, service);
     tokio::pin!(conn);
     let mut stopping = false;
@@ -302,6 +304,11 @@ enum Phase {
 }
 
 /// The timeout state machine of one connection (see the module docs).
+///
+/// A phase change only records the new phase: it wakes nobody, so a request
+/// costs its connection no extra poll. The watchdog ([`Activity::expired`])
+/// looks at the phase on its own schedule instead, which still honours
+/// every deadline (see there).
 struct Activity {
     limits: ConnectionLimits,
     phase: Mutex<Phase>,
@@ -309,8 +316,6 @@ struct Activity {
     idle: AtomicBool,
     /// Whether any byte has arrived on the connection.
     received: AtomicBool,
-    /// Wakes the watchdog ([`Activity::expired`]) when the phase changes.
-    changed: Notify,
 }
 
 impl Activity {
@@ -320,7 +325,6 @@ impl Activity {
             phase: Mutex::new(Phase::Head(Instant::now())),
             idle: AtomicBool::new(false),
             received: AtomicBool::new(false),
-            changed: Notify::new(),
         }
     }
 
@@ -345,7 +349,6 @@ impl Activity {
         if let Phase::Idle(_) = *phase {
             *phase = Phase::Head(Instant::now());
             self.idle.store(false, Ordering::Relaxed);
-            self.changed.notify_one();
         }
     }
 
@@ -358,7 +361,6 @@ impl Activity {
             Phase::Head(_) | Phase::Idle(_) => Phase::Busy(1),
         };
         self.idle.store(false, Ordering::Relaxed);
-        self.changed.notify_one();
         RequestGuard(self.clone())
     }
 
@@ -371,7 +373,6 @@ impl Activity {
                 Phase::Idle(Instant::now())
             }
         };
-        self.changed.notify_one();
     }
 
     /// When the current phase times out, and why.
@@ -387,26 +388,21 @@ impl Activity {
     }
 
     /// Completes when the connection has timed out, with the reason.
+    ///
+    /// It wakes at the current phase's deadline, or sooner: never more than
+    /// the shorter of the two timeouts ahead. A phase that begins later sets
+    /// its deadline at least that far from its start, so no deadline can
+    /// fall before the next wake-up, and none is missed.
     async fn expired(&self) -> &'static str {
+        let step = self.limits.header_timeout.min(self.limits.idle_timeout);
         loop {
-            // A change between reading the deadline and waiting leaves a
-            // permit in `changed`, so it is never missed.
-            let changed = self.changed.notified();
-            match self.deadline() {
-                None => changed.await,
-                Some((at, _)) => {
-                    tokio::select! {
-                        () = tokio::time::sleep_until(at) => {
-                            if let Some((at, why)) = self.deadline()
-                                && at <= Instant::now()
-                            {
-                                return why;
-                            }
-                        }
-                        () = changed => {}
-                    }
-                }
-            }
+            let now = Instant::now();
+            let wake = match self.deadline() {
+                Some((at, why)) if at <= now => return why,
+                Some((at, _)) => at.min(now + step),
+                None => now + step,
+            };
+            tokio::time::sleep_until(wake).await;
         }
     }
 }
@@ -493,11 +489,13 @@ impl http_body::Body for TimedBody {
 }
 
 /// The router, with each request tracked from its head to the end of its
-/// response body, and its body read within the body timeout.
+/// response body, its body read within the body timeout, and its response
+/// closing the connection while the server drains.
 #[derive(Clone)]
 struct TrackedService {
     inner: TowerToHyperService<Router>,
     activity: Arc<Activity>,
+    draining: watch::Receiver<bool>,
 }
 
 type ResponseFuture =
@@ -514,8 +512,14 @@ impl hyper::service::Service<Request<Incoming>> for TrackedService {
         let response = self
             .inner
             .call(request.map(|body| TimedBody::new(body, body_timeout)));
+        let draining = self.draining.clone();
         Box::pin(async move {
-            let response = response.await?;
+            let mut response = response.await?;
+            if *draining.borrow() {
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
             Ok(response.map(|body| TrackedBody {
                 body,
                 _guard: guard,

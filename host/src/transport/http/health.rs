@@ -14,7 +14,7 @@
 //!
 //! [`Health::drain`] turns readiness off (the first step of a graceful
 //! shutdown, so that load balancers stop sending new requests); from then on
-//! every response says `Connection: close` ([`close_while_draining`]), so
+//! every response says `Connection: close` (see [`Health::draining`]), so
 //! clients do not keep connections to a server about to close them.
 //!
 //! [`health_routes`] is a router of its own, for any listener to mount.
@@ -23,9 +23,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::middleware::Next;
+use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::get;
 use serde_json::json;
@@ -69,6 +68,12 @@ impl Health {
     /// Whether [`Health::drain`] was called.
     pub fn is_draining(&self) -> bool {
         *self.draining.borrow()
+    }
+
+    /// Watches [`Health::is_draining`]: the connections close after each
+    /// response once it turns true.
+    pub fn draining(&self) -> watch::Receiver<bool> {
+        self.draining.subscribe()
     }
 
     /// Why the server should not get new requests now; empty when ready.
@@ -125,20 +130,4 @@ async fn readyz(State(health): State<Arc<Health>>) -> Response {
 
 fn status_response(status: StatusCode, body: serde_json::Value) -> Response {
     super::json_response(status, body.to_string().into_bytes())
-}
-
-/// Middleware: while `health` drains, every response closes its
-/// connection, so a load balancer opens its next one to another server.
-pub async fn close_while_draining(
-    State(health): State<Arc<Health>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let mut response = next.run(request).await;
-    if health.is_draining() {
-        response
-            .headers_mut()
-            .insert(header::CONNECTION, HeaderValue::from_static("close"));
-    }
-    response
 }
