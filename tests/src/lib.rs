@@ -16,6 +16,7 @@ pub mod language_tools;
 pub mod legacy;
 pub mod mcp;
 pub mod nginx;
+pub mod numbered;
 pub mod otlp;
 pub mod paths;
 pub mod prometheus;

@@ -1,8 +1,10 @@
 //! Loading the tools directory: bad components are skipped with a log line
 //! naming them, duplicate tool names and bad directories stop the server,
-//! and the compiled-component cache is reused.
+//! the compiled-component cache is reused, and many components load
+//! together.
 
 use airlock_e2e::mcp::{complete, text};
+use airlock_e2e::numbered::{numbered_components, numbered_tool};
 use airlock_e2e::{Airlock, McpClient, ToolCall, ToolsDir};
 use serde_json::{Value, json};
 
@@ -174,4 +176,31 @@ fn a_corrupt_cache_entry_is_not_trusted() {
         text(complete(&response)).trim(),
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     );
+}
+
+#[test]
+fn many_distinct_components_load_together_and_list_in_file_order() {
+    // Components load several at once; what they serve is still put
+    // together in file-name order, compiled or taken from the cache.
+    const COUNT: usize = 12;
+    let tools = ToolsDir::new();
+    for (number, copy) in numbered_components(COUNT).iter().enumerate() {
+        tools.add_bytes(&format!("{}.wasm", numbered_tool(number)), copy);
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let airlock = Airlock::new(&tools)
+        .with_cache()
+        .arg("--cache-dir")
+        .arg(cache.path());
+    let expected: Vec<String> = (0..COUNT).map(numbered_tool).collect();
+    for start in ["compiled", "from the cache"] {
+        let server = airlock.start_http();
+        assert_eq!(server.client().tool_names(), expected, "{start}");
+        for number in [0, 7, COUNT - 1] {
+            let response = server
+                .client()
+                .call(&ToolCall::new(&numbered_tool(number), json!({})));
+            assert_eq!(text(complete(&response)), numbered_tool(number), "{start}");
+        }
+    }
 }

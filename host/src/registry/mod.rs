@@ -34,6 +34,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
+use futures_util::StreamExt as _;
 use tracing::warn;
 
 use self::cache::CompileCache;
@@ -253,20 +254,29 @@ impl Registry {
         cache_dir: Option<&Path>,
     ) -> anyhow::Result<Registry> {
         let cache = cache_dir.map(|d| CompileCache::new(runtime.engine(), d));
-        let mut components = Vec::new();
-        for path in wasm_files(dir)? {
+        let cache = cache.as_ref();
+        let loads = wasm_files(dir)?.into_iter().map(|path| async move {
             let unchanged = self.components.iter().find(|c| {
                 c.path == path && component_stamp(&path).is_ok_and(|stamp| stamp == c.stamp)
             });
             if let Some(component) = unchanged {
-                components.push(component.clone());
-                continue;
+                return Some(component.clone());
             }
-            match Component::load(runtime, &path, cache.as_ref()).await {
-                Ok(component) => components.push(Arc::new(component)),
-                Err(reason) => warn!(file = %path.display(), "skipping component: {reason}"),
+            match Component::load(runtime, &path, cache).await {
+                Ok(component) => Some(Arc::new(component)),
+                Err(reason) => {
+                    warn!(file = %path.display(), "skipping component: {reason}");
+                    None
+                }
             }
-        }
+        });
+        // Several at once (reading, compiling and listing each take
+        // milliseconds, and mostly one core), kept in file-name order.
+        let components: Vec<_> = futures_util::stream::iter(loads)
+            .buffered(parallel_loads())
+            .filter_map(std::future::ready)
+            .collect()
+            .await;
         Registry::assemble(components)
     }
 
@@ -549,6 +559,18 @@ pub async fn describe_component(
     );
     Ok(lines)
 }
+
+/// Most components loaded at once: one per core the process may use, and
+/// no more than [`MAX_PARALLEL_LOADS`] (compiling a large component takes
+/// hundreds of megabytes while it runs).
+fn parallel_loads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(MAX_PARALLEL_LOADS)
+}
+
+/// See [`parallel_loads`].
+const MAX_PARALLEL_LOADS: usize = 4;
 
 /// The `*.wasm` files directly in `dir`, sorted by file name.
 pub(crate) fn wasm_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
