@@ -6,8 +6,15 @@ use std::path::{Path, PathBuf};
 pub const BUILD_HINT: &str = "run scripts/test (it builds the components first)";
 
 /// The workspace root (the parent of this crate).
+///
+/// `cargo test` sets `CARGO_MANIFEST_DIR` when it runs a test, and that is
+/// preferred to the directory this crate was compiled in: cargo reuses a test
+/// executable from a shared target directory for an unchanged checkout at
+/// another path, and the tests must read that checkout's files.
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .filter(|dir| !dir.is_empty())
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
         .parent()
         .expect("the e2e crate lives inside the workspace")
         .to_path_buf()
