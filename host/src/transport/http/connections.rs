@@ -24,9 +24,11 @@
 //! Beyond the connection cap, new connections are not accepted: they wait in
 //! the listen backlog until an open connection closes.
 
+use std::any::Any;
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -35,7 +37,8 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::http::{HeaderValue, Request, Response, header};
+use axum::http::{HeaderValue, Request, Response, StatusCode, header};
+use futures_util::FutureExt as _;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
@@ -44,6 +47,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::time::Instant;
+
+use crate::protocol::jsonrpc::{self, RpcError};
 
 /// Limits on HTTP connections.
 #[derive(Debug, Clone, Copy)]
@@ -489,8 +494,9 @@ impl http_body::Body for TimedBody {
 }
 
 /// The router, with each request tracked from its head to the end of its
-/// response body, its body read within the body timeout, and its response
-/// closing the connection while the server drains.
+/// response body, its body read within the body timeout, its response
+/// closing the connection while the server drains, and a panic while it is
+/// answered turned into a 500 (see [`panicked`]).
 #[derive(Clone)]
 struct TrackedService {
     inner: TowerToHyperService<Router>,
@@ -514,7 +520,12 @@ impl hyper::service::Service<Request<Incoming>> for TrackedService {
             .call(request.map(|body| TimedBody::new(body, body_timeout)));
         let draining = self.draining.clone();
         Box::pin(async move {
-            let mut response = response.await?;
+            // A request runs on its connection's task: unwinding past here
+            // would end the connection without an answer.
+            let mut response = match AssertUnwindSafe(response).catch_unwind().await {
+                Ok(response) => response?,
+                Err(panic) => panicked(&*panic),
+            };
             if *draining.borrow() {
                 response
                     .headers_mut()
@@ -552,6 +563,34 @@ impl http_body::Body for TrackedBody {
     fn size_hint(&self) -> http_body::SizeHint {
         self.body.size_hint()
     }
+}
+
+/// The answer to a request whose handler panicked: a bug in Airlock (a
+/// guest's trap is a result, not a panic). It is logged, and the client gets
+/// a 500 with a JSON-RPC internal error instead of a closed connection, which
+/// stays open for its next request. The request's id is not known here, so
+/// the error's is null. A panic after an event stream has begun still ends
+/// that stream: its status has been sent.
+fn panicked(panic: &(dyn Any + Send)) -> Response<Body> {
+    let message = panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)");
+    tracing::error!(
+        panic = message,
+        "answering a request failed on a bug in the server: answered 500"
+    );
+    let error = RpcError::internal(
+        "Internal error: the server failed while answering this request; its log says why",
+    );
+    let mut response = Response::new(Body::from(jsonrpc::encode_error(None, &error)));
+    *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 /// The socket, reporting reads to the connection's [`Activity`].
@@ -672,6 +711,87 @@ mod tests {
         );
         assert!(first_byte.elapsed() >= HEADER);
         assert!(first_byte.elapsed() < HEADER + SLACK);
+    }
+
+    /// Reads one response (head and a `content-length` body) off `stream`:
+    /// its status line and its body.
+    async fn read_response(stream: &mut tokio::io::BufReader<TcpStream>) -> (String, String) {
+        use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _};
+        let mut status = String::new();
+        let read = stream.read_line(&mut status).await.unwrap();
+        assert!(read > 0, "the connection closed without a response");
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            let read = stream.read_line(&mut line).await.unwrap();
+            assert!(read > 0, "the connection closed within a response head");
+            if line == "\r\n" {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().unwrap();
+            }
+        }
+        let mut body = vec![0; length];
+        stream.read_exact(&mut body).await.unwrap();
+        (
+            status.trim_end().to_owned(),
+            String::from_utf8(body).unwrap(),
+        )
+    }
+
+    #[tokio::test]
+    async fn a_panicking_handler_gets_a_500_and_its_connection_serves_on() {
+        use tokio::io::AsyncWriteExt as _;
+        let router = Router::new()
+            .route(
+                "/bug",
+                axum::routing::get(|| async {
+                    panic!("a bug in a handler");
+                    #[allow(unreachable_code)]
+                    "unreachable"
+                }),
+            )
+            .route("/fine", axum::routing::get(|| async { "fine" }));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let (_draining, not_draining) = watch::channel(false);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve(
+            listener,
+            router,
+            ConnectionLimits::default(),
+            not_draining,
+            async {
+                let _ = stopped.await;
+            },
+        ));
+        let mut stream = tokio::io::BufReader::new(TcpStream::connect(address).await.unwrap());
+        stream
+            .get_mut()
+            .write_all(b"GET /bug HTTP/1.1\r\nhost: test\r\n\r\n")
+            .await
+            .unwrap();
+        let (status, body) = read_response(&mut stream).await;
+        assert_eq!(status, "HTTP/1.1 500 Internal Server Error");
+        let error: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(error["error"]["code"], -32603, "{body}");
+        assert!(error["id"].is_null(), "{body}");
+        // The same connection answers the next request.
+        stream
+            .get_mut()
+            .write_all(b"GET /fine HTTP/1.1\r\nhost: test\r\n\r\n")
+            .await
+            .unwrap();
+        assert_eq!(
+            read_response(&mut stream).await,
+            ("HTTP/1.1 200 OK".to_owned(), "fine".to_owned())
+        );
+        drop(stream);
+        stop.send(()).unwrap();
+        server.await.unwrap().unwrap();
     }
 
     #[tokio::test]
