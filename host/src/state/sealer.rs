@@ -176,12 +176,15 @@ impl StateSealer {
                 max: self.limits.max_guest_state,
             });
         }
-        let mut token_id = [0u8; TOKEN_ID_LEN];
-        let mut nonce = [0u8; NONCE_LEN];
+        // One draw from the operating system for both (a system call each
+        // otherwise).
+        let mut random = [0u8; TOKEN_ID_LEN + NONCE_LEN];
         self.rng
-            .fill(&mut token_id)
-            .and_then(|()| self.rng.fill(&mut nonce))
+            .fill(&mut random)
             .map_err(|_| StateError::Sealing("the system random number generator failed"))?;
+        let (token_id, nonce) = random.split_at(TOKEN_ID_LEN);
+        let token_id: [u8; TOKEN_ID_LEN] = token_id.try_into().expect("split at its length");
+        let nonce: [u8; NONCE_LEN] = nonce.try_into().expect("the rest is a nonce");
         let payload = Payload {
             issued_at: now,
             expires_at: now.saturating_add(self.ttl_secs),
