@@ -62,6 +62,27 @@ fn a_guest_cannot_start_a_line_in_the_server_log() {
 }
 
 #[test]
+fn a_crash_is_logged_with_what_the_guest_printed() {
+    let server = probe(&[]);
+    let response = server.client().call(&ToolCall::new("trap", json!({})));
+    assert!(is_error(complete(&response)), "{response}");
+    // The probe panics with this message; Rust prints it to stderr, which
+    // the server keeps for the one line it logs about the failed call.
+    let line = wait_until("the failed call in the server's log", || {
+        let stderr = server.stderr();
+        stderr
+            .lines()
+            .find(|line| line.contains("call failed") && line.contains("tool=\"trap\""))
+            .map(str::to_owned)
+            .ok_or_else(|| format!("{} bytes of stderr", stderr.len()))
+    });
+    assert!(
+        line.contains("probe: trap was called"),
+        "the guest's panic message is missing: {line}"
+    );
+}
+
+#[test]
 fn one_call_logs_at_most_its_output_limit() {
     const OUTPUT_LIMIT: usize = 64 << 10;
     /// Room for the timestamp, level, target and fields of each line, and

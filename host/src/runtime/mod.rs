@@ -171,7 +171,7 @@ pub struct Runtime {
     changes_receiver: std::sync::Mutex<Option<tokio::sync::mpsc::Receiver<Change>>>,
     sources: PolicySources,
     /// What listing a component runs with: nothing granted, default limits.
-    listing_policy: Policy,
+    listing_policy: Arc<Policy>,
     _ticker: EpochTicker,
 }
 
@@ -216,7 +216,7 @@ impl Runtime {
         let ticker = EpochTicker::start(&engine, EPOCH_TICK)?;
         let permits = Semaphore::new(limits.max_concurrent_calls);
         let (changes, changes_receiver) = tokio::sync::mpsc::channel(CHANGE_QUEUE);
-        let listing_policy = Policy::deny_all(&limits.call_limits());
+        let listing_policy = Arc::new(Policy::deny_all(&limits.call_limits()));
         Ok(Arc::new(Runtime {
             engine,
             linker,

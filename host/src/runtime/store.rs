@@ -4,7 +4,11 @@
 //!   granted directories (reopened from the handles held since load), the
 //!   named variables; no arguments, no sockets or name lookups, an empty
 //!   stdin, stdout discarded, stderr captured in a small tail
-//!   ([`StderrTail`]) for the log line of a failed call;
+//!   ([`StderrTail`]) for the log line of a failed call. Most calls never
+//!   call a WASI function, so the context is made the first time the guest
+//!   does ([`CallWasi`]); only a policy that grants directories has its
+//!   context made up front, so that a directory that cannot be reopened
+//!   fails the call before it starts;
 //! - resource limits: the memory cap, per linear memory (growing past it
 //!   traps at once, and the failure is reported as out of memory whatever
 //!   the guest does next), per-component instance, table and memory counts,
@@ -39,7 +43,7 @@ use crate::policy::{CallLimits, Policy};
 
 /// Everything one call's `Store` holds.
 pub(crate) struct CallState {
-    wasi: WasiCtx,
+    wasi: CallWasi,
     table: ResourceTable,
     http: WasiHttpCtx,
     http_hooks: HttpHooks,
@@ -60,10 +64,55 @@ impl WasiHttpView for CallState {
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
-            ctx: &mut self.wasi,
+            ctx: self.wasi.get(),
             table: &mut self.table,
         }
     }
+}
+
+/// A call's WASI context, made when the guest first needs it.
+///
+/// Building one (its clocks, its seeded random generators, its stdio) takes
+/// about 2 % of a trivial call's instructions, and most tool calls never
+/// call a WASI function: a JSON-in, JSON-out tool reaches WASI only to read
+/// a granted file or variable, or to print a panic.
+enum CallWasi {
+    /// Not needed yet: what to make it from (the policy's variables; no
+    /// directories, whose contexts are made up front).
+    Deferred {
+        env: Option<Arc<Policy>>,
+        stderr: StderrTail,
+    },
+    /// Made (boxed: a context is far larger than what makes it).
+    Built(Box<WasiCtx>),
+}
+
+impl CallWasi {
+    /// The context, made now if it was not yet.
+    fn get(&mut self) -> &mut WasiCtx {
+        if let CallWasi::Deferred { env, stderr } = self {
+            let mut wasi = wasi_builder(stderr, env.as_deref());
+            *self = CallWasi::Built(Box::new(wasi.build()));
+        }
+        match self {
+            CallWasi::Built(wasi) => wasi,
+            CallWasi::Deferred { .. } => unreachable!("made just above"),
+        }
+    }
+}
+
+/// A WASI context builder granting `policy`'s variables (none if `None`)
+/// and nothing else, with stderr going to `stderr`.
+fn wasi_builder(stderr: &StderrTail, policy: Option<&Policy>) -> WasiCtxBuilder {
+    let mut wasi = WasiCtxBuilder::new();
+    wasi.stderr(stderr.clone())
+        .allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false);
+    for (name, value) in policy.map_or(&[][..], |policy| &policy.env) {
+        wasi.env(name, value);
+    }
+    wasi
 }
 
 /// [`StoreLimits`] that also remembers whether it refused to grow a memory,
@@ -136,19 +185,15 @@ impl Runtime {
         label: Arc<str>,
         deadline: Instant,
         events: Option<EventSink>,
-        component: Option<(&Arc<Path>, &Policy)>,
+        component: Option<(&Arc<Path>, &Arc<Policy>)>,
     ) -> Result<CallStore, CallError> {
         let stderr = StderrTail::new();
-        let mut wasi = WasiCtxBuilder::new();
-        wasi.stderr(stderr.clone())
-            .allow_tcp(false)
-            .allow_udp(false)
-            .allow_ip_name_lookup(false);
         let (policy, granted) = match component {
             Some((_, policy)) => (policy, true),
             None => (&self.listing_policy, false),
         };
-        if granted {
+        let wasi = if granted && !policy.dirs.is_empty() {
+            let mut wasi = wasi_builder(&stderr, Some(policy));
             for dir in &policy.dirs {
                 let perms = match dir.mode {
                     DirMode::ReadOnly => FsPerms::ReadOnly,
@@ -162,11 +207,13 @@ impl Runtime {
                         ),
                     })?;
             }
-            for (name, value) in &policy.env {
-                wasi.env(name, value);
+            CallWasi::Built(Box::new(wasi.build()))
+        } else {
+            CallWasi::Deferred {
+                env: granted.then(|| policy.clone()),
+                stderr: stderr.clone(),
             }
-        }
-        let wasi = wasi.build();
+        };
         let limits = StoreLimitsBuilder::new()
             .memory_size(policy.limits.memory_bytes)
             .instances(MAX_CORE_INSTANCES_PER_COMPONENT as usize)
