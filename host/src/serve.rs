@@ -45,6 +45,9 @@ pub enum Transport {
 pub struct ServeConfig {
     /// Directory of tool components (`*.wasm`).
     pub tools: PathBuf,
+    /// Threads of the runtime that serves requests and runs guests; `None`:
+    /// one per CPU. Read by whoever builds that runtime (`airlock serve`).
+    pub worker_threads: Option<usize>,
     /// Where MCP is served.
     pub transport: Transport,
     /// Directory for compiled components; `None` compiles every component

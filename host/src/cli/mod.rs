@@ -105,7 +105,8 @@ pub fn main() -> ExitCode {
         Command::Serve(options) => {
             init_logging();
             let config = options.into_config();
-            tokio_runtime().and_then(|runtime| runtime.block_on(crate::serve::run(config)))
+            tokio_runtime(config.worker_threads)
+                .and_then(|runtime| runtime.block_on(crate::serve::run(config)))
         }
         Command::Keygen => {
             println!("{}", crate::state::generate_key());
@@ -113,7 +114,7 @@ pub fn main() -> ExitCode {
         }
         Command::Inspect(options) => {
             let config = options.into_config();
-            tokio_runtime()
+            tokio_runtime(None)
                 .and_then(|runtime| runtime.block_on(crate::inspect::run(config)))
                 .map(|report| print!("{report}"))
         }
@@ -145,10 +146,14 @@ fn init_logging() {
         .init();
 }
 
-fn tokio_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?)
+/// The runtime `serve` and `inspect` run on: `worker_threads` threads, or
+/// one per CPU this process may use.
+fn tokio_runtime(worker_threads: Option<usize>) -> anyhow::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(threads) = worker_threads {
+        builder.worker_threads(threads);
+    }
+    Ok(builder.enable_all().build()?)
 }
 
 #[cfg(test)]

@@ -57,6 +57,11 @@ pub struct ServeOptions {
           value_parser = values::duration(Duration::ZERO))]
     pub relist_interval: Duration,
 
+    /// Threads that serve requests and run guests [default: one per CPU this process may use].
+    /// Fewer leave cores to other processes on the machine.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub worker_threads: Option<u16>,
+
     /// Sandbox defaults and the sources of what manifests grant.
     #[command(flatten)]
     pub sandbox: SandboxOptions,
@@ -154,6 +159,7 @@ impl ServeOptions {
         };
         ServeConfig {
             tools: self.tools,
+            worker_threads: self.worker_threads.map(usize::from),
             transport,
             cache_dir,
             reload_every: (!self.reload_interval.is_zero()).then_some(self.reload_interval),

@@ -188,6 +188,12 @@ fn max_queued_calls_reaches_the_runtime() {
 }
 
 #[test]
+fn worker_threads_default_to_the_cpus_and_can_be_set() {
+    assert_eq!(serve(&[]).worker_threads, None);
+    assert_eq!(serve(&["--worker-threads", "1"]).worker_threads, Some(1));
+}
+
+#[test]
 fn bad_values_are_refused_when_parsed() {
     for (list, expected) in [
         (&["--call-timeout", "10"][..], "`10` has no unit: add one"),
@@ -204,6 +210,7 @@ fn bad_values_are_refused_when_parsed() {
         (&["--state-ttl", "500ms"], "must be at least 1s"),
         (&["--reload-interval", "500"], "or `off`"),
         (&["--max-concurrent-calls", "0"], "not in 1..=10000"),
+        (&["--worker-threads", "0"], "not in 1..=1024"),
         (&["--max-host-resources", "8"], "not in 16..=1000000"),
         (
             &["--allowed-origin", "app.example.com"],
