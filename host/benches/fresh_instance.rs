@@ -55,6 +55,15 @@ const CASES: &[Case] = &[
         tool: "count",
         args: "{}",
     },
+    // A call that needs more heap than its initial memory holds: the guest
+    // grows its linear memory, and the slot is shrunk back when it is reset.
+    Case {
+        label: "rust/probe-grow",
+        file: "wasm32-wasip2/release/probe.wasm",
+        build: "cargo build --release --target wasm32-wasip2 -p probe",
+        tool: "big_output",
+        args: r#"{"bytes":262144}"#,
+    },
     Case {
         label: "python/py_hash",
         file: "python-tools/py_hash.wasm",

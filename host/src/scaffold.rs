@@ -32,8 +32,14 @@ pub enum SdkSource {
 }
 
 /// The templates, by the path of the file each one becomes.
-const TEMPLATES: [(&str, &str); 4] = [
+const TEMPLATES: [(&str, &str); 5] = [
     ("Cargo.toml", include_str!("scaffold/Cargo.toml.template")),
+    // How the component is linked: the very file this repository's own
+    // guests are built with.
+    (
+        ".cargo/config.toml",
+        include_str!("../../.cargo/config.toml"),
+    ),
     (".gitignore", include_str!("scaffold/gitignore.template")),
     ("README.md", include_str!("scaffold/README.md.template")),
     ("src/lib.rs", include_str!("scaffold/lib.rs.template")),
@@ -227,6 +233,19 @@ mod tests {
         let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
         assert!(readme.contains("target/wasm32-wasip2/release/weather_report.wasm"));
         assert!(readme.contains("airlock serve --tools tools"));
+        let linking: toml::Table = std::fs::read_to_string(dir.join(".cargo/config.toml"))
+            .unwrap()
+            .parse()
+            .unwrap();
+        for target in ["wasm32-wasip2", "wasm32-wasip1"] {
+            let flags = linking["target"][target]["rustflags"].as_array().unwrap();
+            assert!(
+                flags
+                    .iter()
+                    .any(|f| f.as_str() == Some("link-arg=--initial-heap=786432")),
+                "{target}: {flags:?}"
+            );
+        }
         let ignored = std::fs::read_to_string(dir.join(".gitignore")).unwrap();
         assert_eq!(ignored.trim(), "/target");
         for (path, _) in TEMPLATES {
