@@ -1,5 +1,5 @@
 //! The wasmtime [`Engine`] every component is compiled for, and the epoch
-//! ticker thread that gives every call a wall-clock deadline.
+//! interruption that gives every call a wall-clock deadline.
 //!
 //! # Why these settings
 //!
@@ -25,27 +25,16 @@
 //! everything for every call that may run at once, plus [`POOL_HEADROOM`]
 //! for loading components. See [`PoolPlan`].
 //!
-//! # Why an epoch ticker thread
+//! # Why epoch interruption
 //!
-//! Epoch interruption makes compiled guest code check a shared counter at
-//! function entries and loop back-edges, which is about 1 % of the cost of a
-//! trivial call (fuel costs 13-27 %). The counter must be advanced by a
-//! dedicated OS thread: a tokio task could be starved by the very guests it is
-//! meant to interrupt, leaving looping guests running forever.
-
-use std::sync::mpsc;
-use std::thread::JoinHandle;
-use std::time::Duration;
+//! Compiled guest code checks a shared counter at function entries and loop
+//! back-edges, which is about 1 % of the cost of a trivial call (fuel costs
+//! 13-27 %); the [`ticker`](super::ticker) advances it.
 
 use anyhow::Context as _;
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::RuntimeLimits;
-
-/// How often the epoch advances; also how long a looping guest may hold a
-/// worker thread before it yields, and how late past its deadline it may be
-/// stopped.
-pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 
 /// Bytes of each linear memory reset in place (not returned to the kernel)
 /// when its slot is released.
@@ -186,53 +175,6 @@ pub fn build_engine(limits: &RuntimeLimits) -> anyhow::Result<Engine> {
         .context("failed to configure the WebAssembly engine (pooling allocator)")
 }
 
-/// A dedicated OS thread that advances the engine's epoch every
-/// [`EPOCH_TICK`]. Stops (and joins the thread) when dropped, or by itself
-/// once the engine is gone.
-pub struct EpochTicker {
-    stop: Option<mpsc::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl EpochTicker {
-    /// Starts ticking `engine`'s epoch every `tick`.
-    pub fn start(engine: &Engine, tick: Duration) -> anyhow::Result<EpochTicker> {
-        let (stop, stopped) = mpsc::channel::<()>();
-        let engine = engine.weak();
-        let thread = std::thread::Builder::new()
-            .name("airlock-epoch".into())
-            .spawn(move || {
-                // A message or a dropped sender both mean "stop".
-                while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(tick) {
-                    match engine.upgrade() {
-                        Some(engine) => engine.increment_epoch(),
-                        None => break,
-                    }
-                }
-            })
-            .context("failed to start the epoch ticker thread")?;
-        Ok(EpochTicker {
-            stop: Some(stop),
-            thread: Some(thread),
-        })
-    }
-}
-
-impl Drop for EpochTicker {
-    fn drop(&mut self) {
-        drop(self.stop.take());
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-impl std::fmt::Debug for EpochTicker {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EpochTicker").finish_non_exhaustive()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,14 +228,11 @@ mod tests {
     }
 
     #[test]
-    fn engine_builds_and_ticker_advances_and_stops() {
+    fn engine_builds() {
         let limits = RuntimeLimits {
             max_concurrent_calls: 2,
             ..RuntimeLimits::default()
         };
-        let engine = build_engine(&limits).unwrap();
-        let ticker = EpochTicker::start(&engine, Duration::from_millis(1)).unwrap();
-        std::thread::sleep(Duration::from_millis(20));
-        drop(ticker); // joins the thread: must not hang
+        build_engine(&limits).unwrap();
     }
 }

@@ -2,7 +2,8 @@
 //! call.
 //!
 //! - [`engine`]: the `Engine` (pooling allocator, copy-on-write memory
-//!   images, epoch interruption) and the epoch ticker thread;
+//!   images, epoch interruption);
+//! - [`ticker`]: the thread that advances the epoch while a store lives;
 //! - [`bindings`]: `bindgen!` of the `server` world;
 //! - `checked`: a linked component whose exports were type-checked at load,
 //!   and what it lists;
@@ -46,6 +47,7 @@ pub mod http;
 pub mod output;
 pub mod stderr;
 mod store;
+pub mod ticker;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,10 +60,10 @@ use wasmtime::component::{HasSelf, InstancePre, Linker};
 pub use self::bindings::{ListKind, LogLevel, wit, wit_completions, wit_prompts, wit_resources};
 pub(crate) use self::call::ListError;
 pub(crate) use self::checked::{CheckedComponent, Listing};
-use self::engine::{EPOCH_TICK, EpochTicker};
 pub use self::error::CallError;
 pub use self::events::{Change, EventSink, GuestEvent};
 pub(crate) use self::store::CallState;
+use self::ticker::{EPOCH_TICK, EpochTicker};
 use crate::policy::{CallLimits, Policy, PolicyContext, PolicySources};
 
 /// Limits applied to every guest call.
@@ -172,7 +174,8 @@ pub struct Runtime {
     sources: PolicySources,
     /// What listing a component runs with: nothing granted, default limits.
     listing_policy: Arc<Policy>,
-    _ticker: EpochTicker,
+    /// Advances the epoch while a store lives; every store holds a guard.
+    ticker: EpochTicker,
 }
 
 /// How many guest change reports may wait for the server to handle them;
@@ -228,7 +231,7 @@ impl Runtime {
             changes_receiver: std::sync::Mutex::new(Some(changes_receiver)),
             sources,
             listing_policy,
-            _ticker: ticker,
+            ticker,
         }))
     }
 

@@ -38,6 +38,7 @@ use super::error::{CallError, describe};
 use super::events::{EventSink, EventState};
 use super::http::HttpHooks;
 use super::stderr::StderrTail;
+use super::ticker::Ticking;
 use crate::policy::manifest::DirMode;
 use crate::policy::{CallLimits, Policy};
 
@@ -49,6 +50,8 @@ pub(crate) struct CallState {
     http_hooks: HttpHooks,
     pub(super) limiter: CallLimiter,
     pub(super) events: EventState,
+    /// Keeps the epoch ticking while this store may run guest code.
+    _ticking: Ticking,
 }
 
 impl WasiHttpView for CallState {
@@ -247,6 +250,7 @@ impl Runtime {
                 policy.limits.max_output_bytes,
                 changes,
             ),
+            _ticking: self.ticker.ticking(),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);
