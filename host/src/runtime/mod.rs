@@ -3,7 +3,7 @@
 //!
 //! - [`engine`]: the `Engine` (pooling allocator, copy-on-write memory
 //!   images, epoch interruption);
-//! - [`ticker`]: the thread that advances the epoch while a store lives;
+//! - `ticker`: the thread that advances the epoch while a store lives;
 //! - [`bindings`]: `bindgen!` of the `server` world;
 //! - `checked`: a linked component whose exports were type-checked at load,
 //!   and what it lists;
@@ -47,7 +47,7 @@ pub mod http;
 pub mod output;
 pub mod stderr;
 mod store;
-pub mod ticker;
+mod ticker;
 
 use std::sync::Arc;
 use std::time::Duration;

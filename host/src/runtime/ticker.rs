@@ -159,6 +159,8 @@ impl Shared {
         woken_for_a_store
     }
 
+    /// Wakes the ticker thread if it is parked (or makes its next park
+    /// return at once).
     fn wake(&self) {
         if let Some(thread) = self.thread.get() {
             thread.unpark();
@@ -182,23 +184,6 @@ impl Drop for EpochTicker {
     }
 }
 
-impl std::fmt::Debug for EpochTicker {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EpochTicker")
-            .field(
-                "live_stores",
-                &self.shared.live_stores.load(Ordering::Relaxed),
-            )
-            .finish_non_exhaustive()
-    }
-}
-
-impl std::fmt::Debug for Ticking {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Ticking").finish_non_exhaustive()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,20 +201,15 @@ mod tests {
         (ticker, ticks)
     }
 
-    /// Waits (up to 10 s) until `ticks` has not moved for 300 ms (300 ticks
-    /// missed): the ticker is parked. Panics if it never parks.
-    fn wait_until_parked(ticks: &AtomicUsize) -> usize {
+    /// Waits (up to 10 s) until the ticker is parked, waiting for a store;
+    /// the ticks counted by then.
+    fn wait_until_parked(ticker: &EpochTicker, ticks: &AtomicUsize) -> usize {
         let give_up = Instant::now() + Duration::from_secs(10);
-        let mut seen = ticks.load(Ordering::SeqCst);
-        while Instant::now() < give_up {
-            std::thread::sleep(Duration::from_millis(300));
-            let now = ticks.load(Ordering::SeqCst);
-            if now == seen {
-                return now;
-            }
-            seen = now;
+        while !ticker.shared.parked.load(Ordering::SeqCst) {
+            assert!(Instant::now() < give_up, "the ticker never parked");
+            std::thread::sleep(Duration::from_millis(5));
         }
-        panic!("the ticker never parked: {seen} ticks and counting");
+        ticks.load(Ordering::SeqCst)
     }
 
     /// Waits (up to 10 s) until `ticks` has passed `above`.
@@ -244,7 +224,7 @@ mod tests {
     #[test]
     fn parks_with_no_store_and_wakes_for_one() {
         let (ticker, ticks) = counting_ticker(5);
-        let parked_at = wait_until_parked(&ticks);
+        let parked_at = wait_until_parked(&ticker, &ticks);
         assert!(parked_at >= 5, "parked after {parked_at} ticks, not 5");
 
         let guard = ticker.ticking();
@@ -253,22 +233,21 @@ mod tests {
         wait_for_ticks_above(&ticks, parked_at + 50);
 
         drop(guard);
-        let parked_again = wait_until_parked(&ticks);
+        let parked_again = wait_until_parked(&ticker, &ticks);
         std::thread::sleep(Duration::from_millis(50));
         assert_eq!(ticks.load(Ordering::SeqCst), parked_again);
     }
 
     #[test]
     fn every_new_store_wakes_a_parked_ticker() {
-        // Waiting one idle tick only, the ticker has parked 10 ms after each
-        // guard is dropped; every new guard must wake it.
+        // Waiting one idle tick only, the ticker parks soon after each guard
+        // is dropped; every new guard must wake it.
         let (ticker, ticks) = counting_ticker(1);
         for _ in 0..100 {
-            let before = ticks.load(Ordering::SeqCst);
+            let before = wait_until_parked(&ticker, &ticks);
             let guard = ticker.ticking();
             wait_for_ticks_above(&ticks, before + 1);
             drop(guard);
-            std::thread::sleep(Duration::from_millis(10));
         }
     }
 
@@ -281,7 +260,7 @@ mod tests {
         drop(guard);
 
         let (ticker, ticks) = counting_ticker(1);
-        wait_until_parked(&ticks);
+        wait_until_parked(&ticker, &ticks);
         drop(ticker); // joins the parked thread: must not hang
     }
 
