@@ -1,6 +1,7 @@
 //! Airlock: a host server for MCP tools written as WebAssembly components.
 //!
-//! The path of a request: [`transport`] → [`protocol`] (envelope checks,
+//! The path of a request: [`transport`] → [`endpoint`] (which era:
+//! [`legacy`] or the 2026-07-28 wire) → [`protocol`] (envelope checks,
 //! dispatch) → [`state`] (open `requestState`) → [`runtime`] (a fresh
 //! instance of the tool's component, loaded by [`registry`]) → back out.
 //! [`live`] keeps the registry current while the server runs. [`cli`] is
@@ -9,6 +10,7 @@
 
 pub mod auth;
 pub mod cli;
+pub mod endpoint;
 pub mod inspect;
 pub mod legacy;
 pub mod live;

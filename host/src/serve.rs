@@ -11,6 +11,7 @@ use anyhow::Context;
 use axum::Router;
 
 use crate::auth::{AuthSettings, Authenticator};
+use crate::endpoint::Endpoint;
 use crate::legacy::{BridgeSettings, Legacy, Sessions};
 use crate::live::{self, LiveOptions};
 use crate::metrics::server as metrics;
@@ -340,12 +341,15 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     );
     let _stop_updates = AbortOnDrop(updates);
     let legacy = Arc::new(Legacy::new(server.clone(), config.bridge.clone()));
+    let sessions = Sessions::new(config.max_sessions, config.session_idle_timeout)
+        .with_max_per_principal(config.max_sessions_per_principal);
+    let endpoint = Arc::new(Endpoint::new(server.clone(), legacy, sessions));
     let address = match config.transport {
         Transport::Stdio => {
             let routes = Router::new();
             let _metrics = metrics::start(config.metrics_listen, &server, &runtime, routes).await?;
             tracing::info!("serving MCP on stdio");
-            let served = stdio::serve(server, legacy, config.max_body_bytes).await;
+            let served = stdio::serve(endpoint, config.max_body_bytes).await;
             tasks.hand_back().await;
             if let Some(traces) = traces {
                 traces.shut_down().await;
@@ -378,15 +382,12 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             max_body_bytes: config.max_body_bytes,
         },
         limits: config.connections,
-        sessions: Sessions::new(config.max_sessions, config.session_idle_timeout)
-            .with_max_per_principal(config.max_sessions_per_principal),
-        legacy,
         health: health.clone(),
     };
     let health_routes = http::health_routes(health.clone());
     let _metrics = metrics::start(config.metrics_listen, &server, &runtime, health_routes).await?;
     tracing::info!("listening on http://{address}/mcp");
-    let served = http::serve(server, settings, listener, shutdown_signal()).await;
+    let served = http::serve(endpoint, settings, listener, shutdown_signal()).await;
     tasks.hand_back().await;
     if let Some(traces) = traces {
         traces.shut_down().await;

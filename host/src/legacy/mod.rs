@@ -4,8 +4,8 @@
 //! An adapter over the 2026-07-28 [`Server`]: it holds the server, calls
 //! its typed entry point ([`Server::answer`]) and reads nothing else of it
 //! but its public face, and nothing in the server knows of it, so serving
-//! older clients goes away with this folder (and the transports' calls of
-//! [`Legacy`]).
+//! older clients goes away with this folder (and the session branches of
+//! the [`endpoint`](crate::endpoint), which decides a message's era).
 //!
 //! An `initialize` request opens a [`Session`]: the scope of what the
 //! client declared (capabilities) and set (log level, resource
@@ -28,11 +28,11 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
-pub use session::{AskError, Session, StreamGuard, Tracked};
+pub use session::{AskError, Session, StreamGuard};
 pub use sessions::{Full, Sessions};
 
 use crate::protocol::envelope::{self, LogLevel};
-use crate::protocol::jsonrpc::{self, Notification, Request, RpcError, required_str};
+use crate::protocol::jsonrpc::{self, Request, RpcError, required_str};
 use crate::protocol::subscriptions::{MAX_RESOURCE_SUBSCRIPTIONS, ServerChange};
 use crate::protocol::{Notifier, Reply, Server, check_uri_length};
 use crate::telemetry::{self, Outcome, Via};
@@ -206,16 +206,6 @@ impl Legacy {
                 }))))
             }
             _ => self.bridge(session, request, notifier).await,
-        }
-    }
-
-    /// Takes a notification of a legacy session (`notifications/cancelled`
-    /// stops the request it names; the others need nothing).
-    pub fn notification(&self, session: &Session, notification: &Notification) {
-        if notification.method == "notifications/cancelled"
-            && let Some(id) = notification.params.get("requestId")
-        {
-            session.cancel(id);
         }
     }
 

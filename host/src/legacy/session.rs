@@ -11,12 +11,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use futures_util::future::{AbortHandle, AbortRegistration};
 use serde_json::{Map, Value, json};
 use tokio::sync::{oneshot, watch};
 
 use crate::protocol::Notifier;
 use crate::protocol::envelope::{self, LogLevel};
+use crate::protocol::in_flight::InFlight;
 use crate::protocol::jsonrpc::{self, Response};
 
 /// Why a request Airlock sent to the client got no usable answer.
@@ -40,15 +40,12 @@ pub struct Session {
     subscribed: Mutex<BTreeSet<String>>,
     next_request: AtomicU64,
     awaited: Mutex<HashMap<String, oneshot::Sender<Result<Value, Value>>>>,
-    running: Mutex<HashMap<String, AbortHandle>>,
-    activity: Mutex<Activity>,
+    in_flight: Arc<InFlight>,
+    /// When the client last did something (a message, a request or the
+    /// stream ended).
+    last_active: Mutex<Instant>,
     closed: watch::Sender<bool>,
     stream_open: AtomicBool,
-}
-
-struct Activity {
-    last: Instant,
-    busy: usize,
 }
 
 impl Session {
@@ -68,11 +65,8 @@ impl Session {
             subscribed: Mutex::default(),
             next_request: AtomicU64::new(0),
             awaited: Mutex::default(),
-            running: Mutex::default(),
-            activity: Mutex::new(Activity {
-                last: Instant::now(),
-                busy: 0,
-            }),
+            in_flight: Arc::default(),
+            last_active: Mutex::new(Instant::now()),
             closed: watch::Sender::new(false),
             stream_open: AtomicBool::new(false),
         }
@@ -203,26 +197,10 @@ impl Session {
         }
     }
 
-    /// Registers a running request of the client, so that
-    /// `notifications/cancelled` or the end of the session can stop it; the
-    /// registration ends when the returned guard drops.
-    pub fn track(&self, request_id: &Value) -> (AbortRegistration, Tracked<'_>) {
-        let (handle, registration) = AbortHandle::new_pair();
-        let key = request_id.to_string();
-        if *self.closed.borrow() {
-            handle.abort();
-        }
-        lock(&self.running).insert(key.clone(), handle);
-        self.begin_activity();
-        (registration, Tracked { session: self, key })
-    }
-
-    /// Stops the running request with this id, if any.
-    pub(super) fn cancel(&self, request_id: &Value) {
-        if let Some(handle) = lock(&self.running).remove(&request_id.to_string()) {
-            tracing::debug!(session = %self.id, request = %request_id, "request cancelled by the client");
-            handle.abort();
-        }
+    /// The session's requests in flight, which `notifications/cancelled`
+    /// stops; the session is not idle while one runs.
+    pub fn in_flight(&self) -> &Arc<InFlight> {
+        &self.in_flight
     }
 
     /// Marks the standalone stream open; `None` if one already is.
@@ -230,7 +208,6 @@ impl Session {
         if self.stream_open.swap(true, Ordering::AcqRel) {
             return None;
         }
-        self.begin_activity();
         Some(StreamGuard {
             session: self.clone(),
         })
@@ -239,35 +216,23 @@ impl Session {
     /// How long the session has been idle: `None` while a request runs or
     /// its stream is open.
     pub fn idle_for(&self) -> Option<Duration> {
-        let activity = lock(&self.activity);
-        (activity.busy == 0).then(|| activity.last.elapsed())
-    }
-
-    /// A request starts running or the stream opens: not idle until it ends.
-    fn begin_activity(&self) {
-        lock(&self.activity).busy += 1;
-    }
-
-    /// What [`begin_activity`](Self::begin_activity) began has ended; idle
-    /// time counts from now.
-    fn end_activity(&self) {
-        let mut activity = lock(&self.activity);
-        activity.busy -= 1;
-        activity.last = Instant::now();
+        if self.stream_open.load(Ordering::Acquire) {
+            return None;
+        }
+        let requests_idle = self.in_flight.idle_for()?;
+        Some(lock(&self.last_active).elapsed().min(requests_idle))
     }
 
     /// Notes that the client did something (a message arrived).
     pub fn touch(&self) {
-        lock(&self.activity).last = Instant::now();
+        *lock(&self.last_active) = Instant::now();
     }
 
     /// Ends the session: awaited answers fail, running requests stop, the
     /// standalone stream ends.
     pub fn close(&self) {
         self.stop_waiting();
-        for (_, handle) in lock(&self.running).drain() {
-            handle.abort();
-        }
+        self.in_flight.close();
     }
 
     /// Ends the session but lets running requests finish (the server is
@@ -303,19 +268,6 @@ impl Drop for Forget<'_> {
     }
 }
 
-/// A request registered with [`Session::track`]; unregisters it on drop.
-pub struct Tracked<'a> {
-    session: &'a Session,
-    key: String,
-}
-
-impl Drop for Tracked<'_> {
-    fn drop(&mut self) {
-        lock(&self.session.running).remove(&self.key);
-        self.session.end_activity();
-    }
-}
-
 /// The open standalone stream of a session; marks it closed on drop.
 pub struct StreamGuard {
     session: Arc<Session>,
@@ -323,8 +275,8 @@ pub struct StreamGuard {
 
 impl Drop for StreamGuard {
     fn drop(&mut self) {
+        self.session.touch();
         self.session.stream_open.store(false, Ordering::Release);
-        self.session.end_activity();
     }
 }
 
@@ -410,9 +362,9 @@ mod tests {
     fn busy_sessions_are_not_idle() {
         let session = Arc::new(session());
         assert!(session.idle_for().is_some());
-        let tracked = session.track(&json!(1));
+        let busy = session.in_flight().register(&json!(1));
         assert!(session.idle_for().is_none());
-        drop(tracked);
+        drop(busy);
         let stream = session.open_stream().unwrap();
         assert!(session.open_stream().is_none(), "one stream at a time");
         assert!(session.idle_for().is_none());

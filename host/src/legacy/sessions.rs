@@ -204,7 +204,7 @@ mod tests {
         let (a, b) = (session("p"), session("p"));
         sessions.insert(a.clone()).unwrap();
         sessions.insert(b.clone()).unwrap();
-        let busy_a = a.track(&json!(1));
+        let busy_a = a.in_flight().register(&json!(1));
         let busy_b = b.open_stream().unwrap();
         assert!(sessions.insert(session("p")).is_err(), "both in use");
         drop(busy_a);
@@ -249,7 +249,7 @@ mod tests {
         let (idle, busy) = (session("p"), session("p"));
         sessions.insert(idle.clone()).unwrap();
         sessions.insert(busy.clone()).unwrap();
-        let _running = busy.track(&json!(1));
+        let _running = busy.in_flight().register(&json!(1));
         std::thread::sleep(Duration::from_millis(2));
         assert_eq!(sessions.expire(), 1);
         assert!(sessions.get(idle.id(), "p").is_none());

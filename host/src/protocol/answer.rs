@@ -39,6 +39,16 @@ impl Reply {
             retry_after: None,
         }
     }
+
+    /// The error reply to the request with this `id` (`None`: one whose id
+    /// could not be read), with the HTTP status the error names.
+    pub fn error(id: Option<&Value>, error: &RpcError) -> Self {
+        Reply {
+            body: jsonrpc::encode_error(id, error),
+            http_status: error.http_status,
+            retry_after: error.retry_after,
+        }
+    }
 }
 
 /// The answer to one request.
@@ -155,11 +165,7 @@ impl Answer {
                 http_status: 200,
                 retry_after: None,
             },
-            Answer::Error(error) => Reply {
-                body: jsonrpc::encode_error(Some(id), error),
-                http_status: error.http_status,
-                retry_after: error.retry_after,
-            },
+            Answer::Error(error) => Reply::error(Some(id), error),
         }
     }
 }

@@ -6,6 +6,7 @@
 //! present, header version equal to `_meta` version, version supported,
 //! `Mcp-Method` equal to the body, method known, `Mcp-Name` equal to the body.
 
+use axum::http::{HeaderMap, HeaderName};
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
@@ -148,7 +149,34 @@ pub struct MirroredHeaders<'a> {
     /// `Mcp-Name` (may be Base64-sentinel encoded).
     pub name: Option<&'a str>,
     /// Every header, for the `Mcp-Param-*` ones.
-    pub all: Option<&'a axum::http::HeaderMap>,
+    pub all: Option<&'a HeaderMap>,
+}
+
+/// `MCP-Protocol-Version`, named once rather than parsed at every lookup.
+static PROTOCOL_VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
+/// `Mcp-Method`.
+static METHOD_HEADER: HeaderName = HeaderName::from_static("mcp-method");
+/// `Mcp-Name`.
+static NAME_HEADER: HeaderName = HeaderName::from_static("mcp-name");
+
+impl<'a> MirroredHeaders<'a> {
+    /// The mirroring headers of an HTTP request with these `headers`.
+    pub fn read(headers: &'a HeaderMap) -> Self {
+        // A value with bytes outside visible ASCII can never match a body
+        // value (those travel Base64-encoded), so it is read as a value
+        // that mismatches.
+        let value = |name: &HeaderName| {
+            headers
+                .get(name)
+                .map(|v| v.to_str().map(str::trim).unwrap_or("\u{fffd}"))
+        };
+        MirroredHeaders {
+            protocol_version: value(&PROTOCOL_VERSION_HEADER),
+            method: value(&METHOD_HEADER),
+            name: value(&NAME_HEADER),
+            all: Some(headers),
+        }
+    }
 }
 
 /// Reads and checks the request `_meta` and, on HTTP, the mirrored headers

@@ -9,6 +9,7 @@ mod completion;
 mod context;
 mod dispatch;
 pub mod envelope;
+pub mod in_flight;
 pub mod jsonrpc;
 mod mrtr;
 pub mod param_headers;

@@ -1,6 +1,8 @@
-//! Streamable HTTP (MCP 2026-07-28, and 2025-era sessions) on axum.
+//! Streamable HTTP (MCP 2026-07-28, and 2025-era sessions) on axum: the
+//! framing of messages and their answers. What a message means, and which
+//! protocol era serves it, is the [`Endpoint`]'s to decide.
 //!
-//! One endpoint, `/mcp`: POST, plus GET and DELETE for sessions; and, when
+//! One path, `/mcp`: POST, plus GET and DELETE for sessions; and, when
 //! configured, the OAuth protected-resource metadata (RFC 9728) on GET
 //! `/.well-known/oauth-protected-resource[/mcp]`, served without a token.
 //! Before a body is decoded: the `Host` and `Origin` headers are checked
@@ -17,13 +19,12 @@
 //! (the client went away) drops the call, which stops the guest.
 //!
 //! Legacy clients (MCP 2025-era, see [`legacy`](crate::legacy))
-//! share the endpoint: an `initialize` without the 2026-07-28 envelope opens
-//! a session and its reply carries `Mcp-Session-Id`; a request with that
-//! header is the session's (an unknown, ended or expired id, or another
-//! principal's, gets 404). A session's POSTs may carry the client's
-//! responses to requests Airlock sent it (202); GET opens the session's
-//! standalone stream; DELETE ends it. Idle sessions expire, and their number
-//! is bounded.
+//! share the path: the session an `initialize` opens is named in the
+//! reply's `Mcp-Session-Id`, and a request with that header is the
+//! session's (an unknown, ended or expired id, or another principal's, gets
+//! 404). A session's POSTs may carry the client's responses to requests
+//! Airlock sent it (202); GET opens the session's standalone stream; DELETE
+//! ends it.
 //!
 //! Connections are accepted by [`connections`]: header-read, body and idle
 //! timeouts, a cap on open connections, graceful shutdown.
@@ -48,18 +49,15 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util::Stream;
-use futures_util::future::Abortable;
 use http_body_util::LengthLimitError;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use self::admission::{Principal, admitted};
 use crate::auth::metadata::WELL_KNOWN_PATH;
-use crate::legacy::{self, Full, Legacy, Session, Sessions};
-use crate::protocol::envelope::{self, MirroredHeaders};
-use crate::protocol::jsonrpc::{self, Incoming, Request, RpcError};
-use crate::protocol::{Notifier, Reply, RequestContext, Server};
-use crate::telemetry::Via;
+use crate::endpoint::{BoxedReply, Call, Delivery, Endpoint, HttpRequest, Outcome, Peer};
+use crate::protocol::Reply;
+use crate::protocol::jsonrpc::{self, RpcError};
 
 pub mod admission;
 pub mod connections;
@@ -77,10 +75,6 @@ pub struct HttpSettings {
     pub admission: Admission,
     /// Connection timeouts and cap.
     pub limits: ConnectionLimits,
-    /// The legacy sessions, with their bounds.
-    pub sessions: Sessions,
-    /// What serves them.
-    pub legacy: Arc<Legacy>,
     /// What the probes report; drained when shutting down.
     pub health: Arc<Health>,
 }
@@ -89,18 +83,16 @@ pub struct HttpSettings {
 pub const LOCAL_HOSTS: &[&str] = &["localhost", "127.0.0.1", "[::1]"];
 
 struct App {
-    server: Arc<Server>,
-    sessions: Sessions,
-    legacy: Arc<Legacy>,
+    endpoint: Arc<Endpoint>,
     /// The body limit admission applies, for the 413's message.
     max_body_bytes: usize,
 }
 
 /// Serves `/mcp` and the probes on `listener`; once `shutdown` completes,
-/// drains, shuts `server` down and finishes the requests in flight (see the
-/// module docs).
+/// drains, shuts `endpoint` down and finishes the requests in flight (see
+/// the module docs).
 pub async fn serve(
-    server: Arc<Server>,
+    endpoint: Arc<Endpoint>,
     settings: HttpSettings,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -108,20 +100,14 @@ pub async fn serve(
     let HttpSettings {
         admission,
         limits,
-        sessions,
-        legacy,
         health,
     } = settings;
-    let admission = Arc::new(admission);
-    let app = Arc::new(App {
-        server,
-        sessions,
-        legacy,
-        max_body_bytes: admission.max_body_bytes,
-    });
-    let expiry = tokio::spawn(expire_sessions(app.clone()));
+    let expiry = {
+        let endpoint = endpoint.clone();
+        tokio::spawn(async move { endpoint.expire_idle_sessions().await })
+    };
+    let router = router(endpoint.clone(), admission).merge(health_routes(health.clone()));
     let shutdown = {
-        let app = app.clone();
         let health = health.clone();
         async move {
             shutdown.await;
@@ -134,11 +120,21 @@ pub async fn serve(
                 tokio::time::sleep(limits.drain_delay).await;
             }
             tracing::info!("shutting down: finishing the requests in flight");
-            app.server.shut_down();
             expiry.abort();
-            app.sessions.end_all();
+            endpoint.shut_down();
         }
     };
+    connections::serve(listener, router, limits, health.draining(), shutdown).await
+}
+
+/// The routes of `/mcp` (and of the OAuth metadata, when configured), every
+/// one behind `admission`: what [`serve`] serves, without the probes and
+/// the listener, so that it can be driven in-process too.
+pub fn router(endpoint: Arc<Endpoint>, admission: Admission) -> Router {
+    let app = Arc::new(App {
+        endpoint,
+        max_body_bytes: admission.max_body_bytes,
+    });
     let mcp = Router::new().route(
         "/mcp",
         post(handle_post)
@@ -163,23 +159,7 @@ pub async fn serve(
             .route(WELL_KNOWN_PATH, get(document.clone()))
             .route(&format!("{WELL_KNOWN_PATH}/{{*rest}}"), get(document));
     }
-    let router = admitted(admission, mcp, public)
-        .with_state(app)
-        .merge(health_routes(health.clone()));
-    connections::serve(listener, router, limits, health.draining(), shutdown).await
-}
-
-/// Ends idle sessions, checking a few times per idle timeout.
-async fn expire_sessions(app: Arc<App>) {
-    let sessions = &app.sessions;
-    let period =
-        (sessions.idle_timeout() / 4).clamp(Duration::from_millis(100), Duration::from_secs(60));
-    let mut ticks = tokio::time::interval(period);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        ticks.tick().await;
-        sessions.expire();
-    }
+    admitted(Arc::new(admission), mcp, public).with_state(app)
 }
 
 async fn method_not_allowed() -> Response {
@@ -239,36 +219,12 @@ fn whole_seconds(after: Duration) -> u64 {
     u64::try_from(seconds).unwrap_or(u64::MAX).max(1)
 }
 
-fn header_str<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Option<&'a str> {
-    // A value with bytes outside visible ASCII can never match a body value
-    // (those travel Base64-encoded), so it is read as a value that mismatches.
-    headers
-        .get(name)
-        .map(|v| v.to_str().map(str::trim).unwrap_or("\u{fffd}"))
-}
-
 fn accepts_event_stream(headers: &HeaderMap) -> bool {
     headers
         .get_all(header::ACCEPT)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .any(|v| v.contains("text/event-stream") || v.contains("*/*"))
-}
-
-impl App {
-    /// The session a request names in `Mcp-Session-Id`: `Ok(None)` when it
-    /// names none, `Err` when it is not an open session of `principal` (see
-    /// [`session_not_found`]).
-    fn session(&self, headers: &HeaderMap, principal: &str) -> Result<Option<Arc<Session>>, ()> {
-        let Some(id) = headers.get(&SESSION_HEADER) else {
-            return Ok(None);
-        };
-        id.to_str()
-            .ok()
-            .and_then(|id| self.sessions.get(id, principal))
-            .map(Some)
-            .ok_or(())
-    }
 }
 
 /// The 413 for a body over `limit` bytes.
@@ -340,27 +296,20 @@ fn not_admitted() -> Response {
 /// The header that names a legacy session.
 static SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 
-/// The headers that mirror a request's body (MCP 2026-07-28), named once
-/// rather than parsed from text at every lookup.
-static PROTOCOL_VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
-static METHOD_HEADER: HeaderName = HeaderName::from_static("mcp-method");
-static NAME_HEADER: HeaderName = HeaderName::from_static("mcp-name");
-
-/// The 404 for a session id that names no open session, echoing the id of
-/// the request it answers, if any.
-fn session_not_found(id: Option<&serde_json::Value>) -> Response {
-    error_response(
-        StatusCode::NOT_FOUND,
-        id,
-        &RpcError::new(
-            SESSION_NOT_FOUND,
-            "Session not found: it ended or expired; send initialize to start a new one",
-        ),
-    )
+/// The peer of an HTTP request: who admission found, the headers, and the
+/// session `Mcp-Session-Id` names.
+fn http_peer(principal: String, headers: HeaderMap) -> Peer {
+    // A value that is not visible ASCII names no session: left empty, it
+    // matches none.
+    let session = headers
+        .get(&SESSION_HEADER)
+        .map(|id| id.to_str().unwrap_or_default().to_owned());
+    Peer::Http(HttpRequest {
+        principal,
+        headers,
+        session,
+    })
 }
-
-/// JSON-RPC code of [`session_not_found`], as 2025-era servers use it.
-const SESSION_NOT_FOUND: i32 = -32001;
 
 /// GET with a session id: the session's standalone stream (list changes,
 /// resource updates). Without one, 405: the 2026-07-28 wire has no GET.
@@ -369,36 +318,12 @@ async fn handle_get(State(app): State<Arc<App>>, mut request: axum::extract::Req
         return not_admitted();
     };
     let headers = request.headers();
-    let session = match app.session(headers, &principal) {
-        Ok(Some(session)) => session,
-        Ok(None) => return method_not_allowed().await,
-        Err(()) => return session_not_found(None),
-    };
-    if !accepts_event_stream(headers) {
-        return error_response(
-            StatusCode::NOT_ACCEPTABLE,
-            None,
-            &RpcError::invalid_request("Not Acceptable: the session stream is text/event-stream"),
-        );
+    if !headers.contains_key(&SESSION_HEADER) {
+        return method_not_allowed().await;
     }
-    let Some(open) = session.open_stream() else {
-        return error_response(
-            StatusCode::CONFLICT,
-            None,
-            &RpcError::invalid_request("Conflict: this session's stream is already open"),
-        );
-    };
-    let legacy = app.legacy.clone();
-    event_stream(
-        move |notifier: Option<Notifier>| async move {
-            let _open = open;
-            if let Some(out) = notifier {
-                legacy.session_stream(&session, &out).await;
-            }
-            Reply::none()
-        },
-        Some(KEEP_ALIVE),
-    )
+    let event_stream = accepts_event_stream(headers);
+    let peer = http_peer(principal, headers.clone());
+    respond(app.endpoint.open_stream(peer), event_stream).await
 }
 
 /// DELETE with a session id ends the session.
@@ -410,16 +335,11 @@ async fn handle_delete(
         return not_admitted();
     };
     let headers = request.headers();
-    let Some(id) = headers.get(&SESSION_HEADER) else {
+    if !headers.contains_key(&SESSION_HEADER) {
         return method_not_allowed().await;
-    };
-    match id.to_str() {
-        Ok(id) if app.sessions.end(id, &principal) => {
-            tracing::info!(session = %id, "legacy session ended by the client");
-            StatusCode::OK.into_response()
-        }
-        _ => session_not_found(None),
     }
+    let peer = http_peer(principal, headers.clone());
+    respond(app.endpoint.end_session(peer), false).await
 }
 
 async fn handle_post(State(app): State<Arc<App>>, mut request: axum::extract::Request) -> Response {
@@ -429,7 +349,6 @@ async fn handle_post(State(app): State<Arc<App>>, mut request: axum::extract::Re
         return not_admitted();
     };
     let (parts, body) = request.into_parts();
-    let headers = parts.headers;
     // Admission bounded the body to the limit already.
     let bytes = match axum::body::to_bytes(body, usize::MAX).await {
         Ok(bytes) => bytes,
@@ -439,150 +358,38 @@ async fn handle_post(State(app): State<Arc<App>>, mut request: axum::extract::Re
         Ok(message) => message,
         Err(e) => return error_response(StatusCode::BAD_REQUEST, e.id.as_ref(), &e.error),
     };
-    let session = match app.session(&headers, &principal) {
-        Ok(session) => session,
-        Err(()) => return session_not_found(message.request_id()),
-    };
-    if let Some(session) = session {
-        return session_post(&app, session, &headers, message).await;
-    }
-    let request = match message {
-        Incoming::Request(request) => request,
-        Incoming::Notification(_) => return StatusCode::ACCEPTED.into_response(),
-        Incoming::Response(_) => {
-            return error_response(
-                StatusCode::BAD_REQUEST,
+    let event_stream = accepts_event_stream(&parts.headers);
+    let peer = http_peer(principal, parts.headers);
+    respond(app.endpoint.receive(peer, message), event_stream).await
+}
+
+/// The response for what the endpoint made of a request; `event_stream`:
+/// the client accepts an SSE stream.
+async fn respond(outcome: Outcome, event_stream: bool) -> Response {
+    match outcome {
+        Outcome::Accepted => StatusCode::ACCEPTED.into_response(),
+        Outcome::Ended => StatusCode::OK.into_response(),
+        Outcome::Reply(reply) | Outcome::Refused(reply) => reply_response(reply),
+        Outcome::Opened { session, reply } => {
+            let mut response = reply_response(reply);
+            let id = HeaderValue::from_str(&session).expect("session ids are visible ASCII");
+            response.headers_mut().insert(SESSION_HEADER.clone(), id);
+            response
+        }
+        Outcome::Run(call) => match call.delivery {
+            Delivery::MayStream { long_lived } if event_stream => {
+                stream_or_reply(call, long_lived.then_some(KEEP_ALIVE)).await
+            }
+            Delivery::Stream if event_stream => open_event_stream(call, Some(KEEP_ALIVE)),
+            Delivery::Stream => error_response(
+                StatusCode::NOT_ACCEPTABLE,
                 None,
                 &RpcError::invalid_request(
-                    "Invalid Request: a response belongs to a session; send it with its Mcp-Session-Id",
+                    "Not Acceptable: the session stream is text/event-stream",
                 ),
-            );
-        }
-    };
-    if legacy::is_legacy_initialize(&request) {
-        return open_session(&app, &request, &principal);
-    }
-    if let Some(version) = header_str(&headers, &PROTOCOL_VERSION_HEADER)
-        && legacy::LEGACY_VERSIONS.contains(&version)
-        && !legacy::carries_modern_envelope(&request.params)
-    {
-        return error_response(
-            StatusCode::BAD_REQUEST,
-            Some(&request.id),
-            &RpcError::invalid_request(format!(
-                "Bad Request: MCP {version} requests need the Mcp-Session-Id that initialize returned; send initialize first"
-            )),
-        );
-    }
-    // A listen request is a long-lived stream from its first message; other
-    // requests stream only if they asked for notifications.
-    let listening = request.method == "subscriptions/listen";
-    let streaming = accepts_event_stream(&headers)
-        && (listening || envelope::opts_in_to_notifications(&request.params));
-    let server = app.server.clone();
-    let run = move |notifier: Option<Notifier>| async move {
-        let mirrored = MirroredHeaders {
-            protocol_version: header_str(&headers, &PROTOCOL_VERSION_HEADER),
-            method: header_str(&headers, &METHOD_HEADER),
-            name: header_str(&headers, &NAME_HEADER),
-            all: Some(&headers),
-        };
-        let context = RequestContext {
-            principal: &principal,
-            headers: Some(mirrored),
-        };
-        server.handle(&request, context, notifier.as_ref()).await
-    };
-    if streaming {
-        let keep_alive = listening.then_some(KEEP_ALIVE);
-        stream_or_reply(run, keep_alive).await
-    } else {
-        reply_response(run(None).await)
-    }
-}
-
-/// `initialize` without a session: opens one, and names it in the reply.
-fn open_session(app: &App, request: &Request, principal: &str) -> Response {
-    let (session, reply) = match app.legacy.initialize(request, principal) {
-        Ok(opened) => opened,
-        Err(reply) => return reply_response(reply),
-    };
-    let id = HeaderValue::from_str(session.id()).expect("session ids are visible ASCII");
-    if let Err(full) = app.sessions.insert(Arc::new(session)) {
-        let error = match full {
-            Full::Table { max } => {
-                tracing::warn!(max, "initialize refused: too many sessions");
-                RpcError::internal(format!(
-                    "Server busy: {max} sessions are open, the most allowed; try again later"
-                ))
-                .with_status(503)
-            }
-            Full::Principal { max } => {
-                tracing::info!(
-                    max,
-                    principal,
-                    "initialize refused: the caller's sessions are at --max-sessions-per-principal"
-                );
-                RpcError::quota_exceeded(format!(
-                    "Too many sessions: a caller may have at most {max} open; end one (DELETE) \
-                     or let one expire, then initialize again"
-                ))
-                .with_data(serde_json::json!({ "limit": "sessions-per-principal", "max": max }))
-            }
-        };
-        let status = StatusCode::from_u16(error.http_status).unwrap_or(StatusCode::OK);
-        return error_response(status, Some(&request.id), &error);
-    }
-    let mut response = reply_response(reply);
-    response.headers_mut().insert(SESSION_HEADER.clone(), id);
-    response
-}
-
-/// A POST of a legacy session: the client's answer to a request Airlock
-/// sent it, a notification, or a request (streamed, so that Airlock can send
-/// its own requests before the reply, and cancellable).
-async fn session_post(
-    app: &App,
-    session: Arc<Session>,
-    headers: &HeaderMap,
-    message: Incoming,
-) -> Response {
-    let request = match message {
-        Incoming::Response(response) => {
-            let id = response.id.clone();
-            if session.answer(response) {
-                return StatusCode::ACCEPTED.into_response();
-            }
-            tracing::info!(session = %session.id(), %id, "response to no awaited request refused");
-            return error_response(
-                StatusCode::BAD_REQUEST,
-                None,
-                &RpcError::invalid_request(format!(
-                    "Invalid Request: no request with id {id} awaits an answer in this session \
-                     (unknown, answered before, or timed out)"
-                )),
-            );
-        }
-        Incoming::Notification(notification) => {
-            app.legacy.notification(&session, &notification);
-            return StatusCode::ACCEPTED.into_response();
-        }
-        Incoming::Request(request) => request,
-    };
-    let legacy = app.legacy.clone();
-    let via = Via::http(Some(headers));
-    let run = move |notifier: Option<Notifier>| async move {
-        let (registration, _tracked) = session.track(&request.id);
-        let serve = legacy.handle(&session, &request, notifier.as_ref(), via);
-        Abortable::new(serve, registration)
-            .await
-            .unwrap_or_else(|_cancelled| Reply::none())
-    };
-    if accepts_event_stream(headers) {
-        // Kept alive: the stream may wait minutes for a person to answer.
-        stream_or_reply(run, Some(KEEP_ALIVE)).await
-    } else {
-        reply_response(run(None).await)
+            ),
+            Delivery::Reply | Delivery::MayStream { .. } => reply_response(call.run(None).await),
+        },
     }
 }
 
@@ -594,15 +401,9 @@ const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(15);
 /// Answers with JSON if the call finishes before its first notification,
 /// otherwise with an SSE stream of the notifications and then the reply.
 /// With `keep_alive`, an idle stream gets a comment line that often.
-async fn stream_or_reply<F>(
-    call: impl FnOnce(Option<Notifier>) -> F,
-    keep_alive: Option<std::time::Duration>,
-) -> Response
-where
-    F: Future<Output = Reply> + Send + 'static,
-{
+async fn stream_or_reply(call: Call, keep_alive: Option<std::time::Duration>) -> Response {
     let (notifier, mut notes) = mpsc::channel(64);
-    let mut call: Pin<Box<dyn Future<Output = Reply> + Send>> = Box::pin(call(Some(notifier)));
+    let mut call = call.run(Some(notifier));
     let first = tokio::select! {
         biased;
         note = notes.recv() => note,
@@ -619,16 +420,10 @@ where
 
 /// Answers with an SSE stream at once (headers first), carrying the call's
 /// notifications and then its reply.
-fn event_stream<F>(
-    call: impl FnOnce(Option<Notifier>) -> F,
-    keep_alive: Option<std::time::Duration>,
-) -> Response
-where
-    F: Future<Output = Reply> + Send + 'static,
-{
+fn open_event_stream(call: Call, keep_alive: Option<std::time::Duration>) -> Response {
     let (notifier, notes) = mpsc::channel(64);
     sse_response(EventStream::new(
-        Box::pin(call(Some(notifier))),
+        call.run(Some(notifier)),
         notes,
         None,
         keep_alive,
@@ -648,7 +443,7 @@ fn sse_response(stream: EventStream) -> Response {
 /// The SSE body: drives the call, yields its notifications as they come,
 /// then its reply, then ends.
 struct EventStream {
-    call: Option<Pin<Box<dyn Future<Output = Reply> + Send>>>,
+    call: Option<BoxedReply>,
     notes: mpsc::Receiver<Vec<u8>>,
     reply: Option<Vec<u8>>,
     first: Option<Vec<u8>>,
@@ -657,7 +452,7 @@ struct EventStream {
 
 impl EventStream {
     fn new(
-        call: Pin<Box<dyn Future<Output = Reply> + Send>>,
+        call: BoxedReply,
         notes: mpsc::Receiver<Vec<u8>>,
         first: Option<Vec<u8>>,
         keep_alive: Option<std::time::Duration>,

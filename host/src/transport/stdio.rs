@@ -8,36 +8,28 @@
 //! in-flight requests finish (each is bounded by the call deadline), writes
 //! their replies and exits.
 //!
-//! An `initialize` makes the process a legacy session (see
-//! [`legacy`](crate::legacy)): from then on, requests without the
-//! 2026-07-28 envelope are served as that session's, the client's responses
-//! on stdin answer the requests Airlock sent it, and list changes are
-//! written to stdout as they happen. Requests with the envelope stay
-//! modern. At end of input the session closes, so requests waiting for the
-//! client's answers fail at once instead of waiting for their timeout.
+//! An `initialize` makes the process a legacy session (see the
+//! [`Endpoint`], which decides each message's era): the client's
+//! responses on stdin answer the requests Airlock sent it, and the
+//! session's standalone stream (list changes) is stdout. At end of input
+//! the session closes, so requests waiting for the client's answers fail at
+//! once instead of waiting for their timeout.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
-use tokio::task::{AbortHandle, JoinSet};
+use tokio::task::JoinSet;
 
 use crate::auth;
-use crate::legacy::{self, Legacy, Session};
-use crate::protocol::jsonrpc::{self, Incoming, RpcError};
-use crate::protocol::{RequestContext, Server};
-use crate::telemetry::Via;
+use crate::endpoint::{Endpoint, Outcome, Peer, Process};
+use crate::protocol::Notifier;
+use crate::protocol::jsonrpc::{self, RpcError};
 
 /// Serves on this process's stdin and stdout until stdin closes.
-pub async fn serve(
-    server: Arc<Server>,
-    legacy: Arc<Legacy>,
-    max_line_bytes: usize,
-) -> std::io::Result<()> {
+pub async fn serve(endpoint: Arc<Endpoint>, max_line_bytes: usize) -> std::io::Result<()> {
     serve_streams(
-        server,
-        legacy,
+        endpoint,
         max_line_bytes,
         BufReader::new(tokio::io::stdin()),
         tokio::io::stdout(),
@@ -47,17 +39,15 @@ pub async fn serve(
 
 /// Serves on any line-oriented byte streams (stdin and stdout in production).
 pub async fn serve_streams(
-    server: Arc<Server>,
-    legacy: Arc<Legacy>,
+    endpoint: Arc<Endpoint>,
     max_line_bytes: usize,
     mut input: impl AsyncBufRead + Unpin,
     output: impl AsyncWrite + Unpin + Send + 'static,
 ) -> std::io::Result<()> {
     let (out, lines) = mpsc::channel::<Vec<u8>>(256);
     let writer = tokio::spawn(write_lines(output, lines));
-    let in_flight: Arc<Mutex<HashMap<String, AbortHandle>>> = Arc::default();
-    let mut tasks = JoinSet::new();
-    let mut session: Option<Arc<Session>> = None;
+    let process = Arc::new(Process::new(auth::STDIO));
+    let mut calls = JoinSet::new();
     loop {
         let line = match read_line(&mut input, max_line_bytes).await? {
             Line::End => break,
@@ -73,106 +63,52 @@ pub async fn serve_streams(
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match jsonrpc::decode(&line) {
+        let message = match jsonrpc::decode(&line) {
+            Ok(message) => message,
             Err(e) => {
                 let _ = out
                     .send(jsonrpc::encode_error(e.id.as_ref(), &e.error))
                     .await;
+                continue;
             }
-            Ok(Incoming::Response(response)) => match &session {
-                Some(session) => {
-                    let id = response.id.clone();
-                    if !session.answer(response) {
-                        tracing::info!(%id, "ignoring a response to no awaited request (unknown, answered before, or given up on)");
-                    }
-                }
-                None => tracing::debug!(
-                    "ignoring a JSON-RPC response: no legacy session, so no request was sent"
-                ),
-            },
-            Ok(Incoming::Request(request)) if legacy::is_legacy_initialize(&request) => {
-                let reply = match (&session, legacy.initialize(&request, auth::STDIO)) {
-                    (Some(_), _) => jsonrpc::encode_error(
-                        Some(&request.id),
-                        &RpcError::invalid_request(
-                            "Invalid Request: this process is already initialized",
-                        ),
-                    ),
-                    (None, Err(reply)) => reply.body,
-                    (None, Ok((opened, reply))) => {
-                        let opened = Arc::new(opened);
-                        session = Some(opened.clone());
-                        let (legacy, out) = (legacy.clone(), out.clone());
-                        // After the reply below is queued: the stream's first
-                        // message cannot overtake it.
-                        let _ = out.send(reply.body).await;
-                        tasks.spawn(async move { legacy.session_stream(&opened, &out).await });
-                        continue;
-                    }
-                };
-                let _ = out.send(reply).await;
+        };
+        match endpoint.receive(Peer::Process(process.clone()), message) {
+            // A refused response gets no reply in JSON-RPC; the endpoint logged it.
+            Outcome::Accepted | Outcome::Ended | Outcome::Refused(_) => {}
+            Outcome::Reply(reply) => {
+                let _ = out.send(reply.body).await;
             }
-            Ok(Incoming::Notification(note)) => {
-                if let Some(session) = &session {
-                    legacy.notification(session, &note);
-                }
-                if note.method == "notifications/cancelled"
-                    && let Some(id) = note.params.get("requestId")
-                    && let Some(task) = in_flight
-                        .lock()
-                        .expect("in-flight map")
-                        .remove(&id.to_string())
-                {
-                    tracing::debug!(request = %id, "request cancelled by the client");
-                    task.abort();
-                }
+            Outcome::Opened { reply, .. } => {
+                // The reply first: the stream's first message cannot overtake it.
+                let _ = out.send(reply.body).await;
+                let stream = endpoint.open_stream(Peer::Process(process.clone()));
+                run(&mut calls, stream, &out);
             }
-            Ok(Incoming::Request(request)) => {
-                let key = request.id.to_string();
-                let (server, out, registry) = (server.clone(), out.clone(), in_flight.clone());
-                let adapter = legacy.clone();
-                let finished_key = key.clone();
-                let session = session
-                    .clone()
-                    .filter(|_| !legacy::carries_modern_envelope(&request.params));
-                let handle = tasks.spawn(async move {
-                    let reply = match session {
-                        Some(session) => {
-                            adapter
-                                .handle(&session, &request, Some(&out), Via::Stdio)
-                                .await
-                        }
-                        None => {
-                            let context = RequestContext {
-                                principal: auth::STDIO,
-                                headers: None,
-                            };
-                            server.handle(&request, context, Some(&out)).await
-                        }
-                    };
-                    // Unregister before replying: once the reply is queued a
-                    // late cancellation must not abort anything.
-                    registry
-                        .lock()
-                        .expect("in-flight map")
-                        .remove(&finished_key);
-                    if !reply.body.is_empty() {
-                        let _ = out.send(reply.body).await;
-                    }
-                });
-                in_flight.lock().expect("in-flight map").insert(key, handle);
-            }
+            outcome @ Outcome::Run(_) => run(&mut calls, outcome, &out),
         }
-        // Reap finished tasks so the set does not grow without bound.
-        while tasks.try_join_next().is_some() {}
+        // Reap finished calls so the set does not grow without bound.
+        while calls.try_join_next().is_some() {}
     }
-    server.shut_down();
-    if let Some(session) = &session {
-        session.stop_waiting();
-    }
-    while tasks.join_next().await.is_some() {}
+    endpoint.shut_down();
+    process.close();
+    while calls.join_next().await.is_some() {}
     drop(out);
     writer.await.map_err(std::io::Error::other)?
+}
+
+/// Starts the call an outcome holds, writing what it sends and then its
+/// reply (none when it was cancelled) to `out`.
+fn run(calls: &mut JoinSet<()>, outcome: Outcome, out: &Notifier) {
+    let Outcome::Run(call) = outcome else {
+        return;
+    };
+    let out = out.clone();
+    calls.spawn(async move {
+        let reply = call.run(Some(out.clone())).await;
+        if !reply.body.is_empty() {
+            let _ = out.send(reply.body).await;
+        }
+    });
 }
 
 async fn write_lines(
