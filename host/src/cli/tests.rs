@@ -317,6 +317,38 @@ fn traces_are_off_unless_an_endpoint_is_given() {
 }
 
 #[test]
+fn the_metrics_listener_has_a_cap_of_its_own() {
+    assert_eq!(serve(&[]).metrics, None);
+    let listen = serve(&["--metrics-listen", "127.0.0.1:9464"])
+        .metrics
+        .expect("metrics on");
+    assert_eq!(listen.address.to_string(), "127.0.0.1:9464");
+    assert_eq!(listen.max_connections, 16);
+    let capped = serve(&[
+        "--metrics-listen",
+        "127.0.0.1:0",
+        "--metrics-max-connections",
+        "4",
+    ]);
+    assert_eq!(capped.metrics.map(|listen| listen.max_connections), Some(4));
+    for (list, expected) in [
+        (&["--metrics-max-connections", "4"][..], "--metrics-listen"),
+        (
+            &[
+                "--metrics-listen",
+                "127.0.0.1:0",
+                "--metrics-max-connections",
+                "0",
+            ],
+            "0",
+        ),
+    ] {
+        let message = refusal(list);
+        assert!(message.contains(expected), "{list:?}: {message}");
+    }
+}
+
+#[test]
 fn every_option_has_its_environment_variable() {
     let command = command();
     let mut seen = 0;
