@@ -1,8 +1,10 @@
 //! Prometheus metrics on `--metrics-listen`: the real binary, scraped after
 //! a plain call (`sha256` of the `hash` sample), a call to a tool that does
 //! not exist, and a call that runs into its deadline (`spin` of the
-//! `hostile` guest); and the metrics listener's own connection limits.
+//! `hostile` guest); the series of tools that are renamed (the `renaming`
+//! guest) forgotten; and the metrics listener's own connection limits.
 
+use std::collections::BTreeSet;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -10,7 +12,7 @@ use std::time::{Duration, Instant};
 use airlock_e2e::hostile::{airlock, answer, assert_limit, call, tools_with};
 use airlock_e2e::http::read_raw_reply;
 use airlock_e2e::mcp::{error_code, no_caps, with_meta};
-use airlock_e2e::{Http, HttpServer};
+use airlock_e2e::{Airlock, Http, HttpServer, McpClient, ToolsDir, wait_until};
 use serde_json::json;
 
 /// A tool name no component serves.
@@ -122,6 +124,68 @@ fn metrics_have_their_own_listener_beside_the_health_probes() {
     assert_eq!(on_mcp.status, 404, "the MCP listener serves no metrics");
     let health = Http::new(&url.replace("/metrics", "/healthz")).get();
     assert_eq!(health.status, 200, "{}", health.text());
+}
+
+/// The tool names that label `mcp_server_operation_duration_seconds`.
+fn labelled_tools(lines: &[String]) -> BTreeSet<String> {
+    const LABEL: &str = "gen_ai_tool_name=\"";
+    lines
+        .iter()
+        .filter(|line| line.starts_with("mcp_server_operation_duration_seconds_count{"))
+        .filter_map(|line| {
+            let start = line.find(LABEL)? + LABEL.len();
+            let name = &line[start..start + line[start..].find('"')?];
+            (!name.is_empty()).then(|| name.to_owned())
+        })
+        .collect()
+}
+
+/// The names the `renaming` guest lists now besides `rename`, once they
+/// differ from `before`.
+fn renamed_tools(server: &HttpServer, before: &BTreeSet<String>) -> BTreeSet<String> {
+    wait_until("the renamed tools", || {
+        let names: BTreeSet<String> = server
+            .client()
+            .tool_names()
+            .into_iter()
+            .filter(|name| name != "rename")
+            .collect();
+        if names.is_empty() || names.intersection(before).next().is_some() {
+            Err(format!("listed: {names:?}"))
+        } else {
+            Ok(names)
+        }
+    })
+}
+
+#[test]
+fn the_series_of_renamed_tools_are_forgotten() {
+    let server = Airlock::new(&ToolsDir::with(&["renaming"]))
+        .args(["--metrics-listen", "127.0.0.1:0", "--relist-interval", "0s"])
+        .start_http();
+    let url = metrics_url(&server);
+    let client = server.client();
+    let mut loaded = BTreeSet::new();
+    for generation in 0..6 {
+        if generation > 0 {
+            answer(&call(&client, "rename", json!({})));
+        }
+        loaded = renamed_tools(&server, &loaded);
+        for name in &loaded {
+            assert_eq!(answer(&call(&client, name, json!({}))), *name);
+        }
+    }
+    let labelled = labelled_tools(&scrape(&url));
+    loaded.insert("rename".to_owned());
+    assert!(
+        labelled.is_subset(&loaded),
+        "series of tools no longer loaded remain: {:?} (loaded: {loaded:?})",
+        labelled.difference(&loaded).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        labelled, loaded,
+        "every tool loaded now was called, and has its series"
+    );
 }
 
 /// The metrics listener's `host:port`.
