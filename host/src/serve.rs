@@ -100,7 +100,7 @@ pub struct ServeConfig {
     /// Tasks' lifetime and limits.
     pub tasks: TaskSettings,
     /// Where Prometheus metrics are served; `None` keeps none.
-    pub metrics_listen: Option<SocketAddr>,
+    pub metrics: Option<metrics::MetricsListen>,
     /// Where spans are exported; `None` makes none.
     pub traces: Option<TraceSettings>,
 }
@@ -347,7 +347,19 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let address = match config.transport {
         Transport::Stdio => {
             let routes = Router::new();
-            let _metrics = metrics::start(config.metrics_listen, &server, &runtime, routes).await?;
+            // No drain on stdio: the metrics connections never close early.
+            let (_never, not_draining) = tokio::sync::watch::channel(false);
+            let _metrics = metrics::start(
+                config.metrics.as_ref(),
+                metrics::Serving {
+                    server: &server,
+                    runtime: &runtime,
+                    routes,
+                    limits: config.connections,
+                    draining: not_draining,
+                },
+            )
+            .await?;
             tracing::info!("serving MCP on stdio");
             let served = stdio::serve(endpoint, config.max_body_bytes).await;
             tasks.hand_back().await;
@@ -384,8 +396,17 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         limits: config.connections,
         health: health.clone(),
     };
-    let health_routes = http::health_routes(health.clone());
-    let _metrics = metrics::start(config.metrics_listen, &server, &runtime, health_routes).await?;
+    let _metrics = metrics::start(
+        config.metrics.as_ref(),
+        metrics::Serving {
+            server: &server,
+            runtime: &runtime,
+            routes: http::health_routes(health.clone()),
+            limits: config.connections,
+            draining: health.draining(),
+        },
+    )
+    .await?;
     tracing::info!("listening on http://{address}/mcp");
     let served = http::serve(endpoint, settings, listener, shutdown_signal()).await;
     tasks.hand_back().await;

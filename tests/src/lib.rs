@@ -31,7 +31,7 @@ pub use client::{Exchange, McpClient};
 pub use http::{Headers, Http, Reply, raw_http};
 pub use mcp::{ToolCall, all_caps, code, no_caps};
 pub use nginx::Nginx;
-pub use otlp::{OtlpReceiver, ReceivedSpan};
+pub use otlp::{OtlpReceiver, ReceivedSpan, SilentCollector};
 pub use prometheus::Prometheus;
 pub use redis::RedisServer;
 pub use server::{Airlock, HttpServer, SAMPLE_TOOLS, SAMPLES, ToolsDir, run_airlock};

@@ -1,10 +1,13 @@
 //! A small OpenTelemetry collector for the trace tests: it takes OTLP over
 //! HTTP (`POST /v1/traces`, an `ExportTraceServiceRequest` in protobuf),
-//! decodes each export and keeps its spans, for the tests to look at.
+//! decodes each export and keeps its spans, for the tests to look at; and
+//! one that never answers ([`SilentCollector`]).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -172,6 +175,57 @@ impl Drop for OtlpReceiver {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A collector that takes connections and never answers: every export to
+/// it waits until the exporter gives up. Stops when dropped.
+pub struct SilentCollector {
+    endpoint: String,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl SilentCollector {
+    /// Starts listening on a free port of 127.0.0.1.
+    pub fn start() -> Self {
+        let listener =
+            std::net::TcpListener::bind("127.0.0.1:0").expect("bind the silent collector");
+        listener
+            .set_nonblocking(true)
+            .expect("a non-blocking listener");
+        let endpoint = format!("http://{}", listener.local_addr().expect("its address"));
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = stop.clone();
+        let thread = thread::spawn(move || {
+            // Held open, never read from nor written to.
+            let mut held = Vec::new();
+            while !stopping.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((stream, _)) => held.push(stream),
+                    Err(_) => thread::sleep(Duration::from_millis(20)),
+                }
+            }
+        });
+        Self {
+            endpoint,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// The base URL to give `--otlp-endpoint`.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+}
+
+impl Drop for SilentCollector {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }

@@ -700,6 +700,64 @@ fn state_only_rounds_run_again_without_asking_the_client() {
     );
 }
 
+/// The client capabilities the MCP Inspector (CLI 2.12) declares in its
+/// 2025-11-25 `initialize`: the 2026-07-28 tasks extension, which the 2025
+/// wire does not have.
+fn inspector_caps() -> Value {
+    json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})
+}
+
+/// `build_report` answered, in a session that declared [`inspector_caps`],
+/// as a client without tasks gets it: the whole report, in the 2025 shape.
+#[track_caller]
+fn assert_whole_report(result: &Value) {
+    assert_legacy_result(result);
+    assert!(
+        result.get("taskId").is_none() && result.get("status").is_none(),
+        "a task in a 2025 session: {result}"
+    );
+    assert!(text(result).starts_with("Report on 7 items:"), "{result}");
+    assert_eq!(
+        result["structuredContent"]["lines"]
+            .as_array()
+            .map(Vec::len),
+        Some(7),
+        "{result}"
+    );
+}
+
+#[test]
+fn a_session_declaring_the_2026_tasks_extension_gets_state_only_rounds() {
+    let server = serve_with(&["report"], &[]);
+    let session = endpoint(&server).open(inspector_caps());
+    let result = session.result(
+        "tools/call",
+        call_params(
+            "build_report",
+            json!({"items": report_items(), "sliceSize": 3}),
+        ),
+    );
+    assert_whole_report(&result);
+}
+
+#[test]
+fn a_stdio_session_declaring_the_2026_tasks_extension_gets_state_only_rounds() {
+    let server = Airlock::new(&ToolsDir::with(&["report"])).start_stdio();
+    stdio_initialize(&server, inspector_caps());
+    let id = server.send_request(
+        "tools/call",
+        call_params(
+            "build_report",
+            json!({"items": report_items(), "sliceSize": 3}),
+        ),
+    );
+    let response = server.response(&id);
+    let result = response
+        .get("result")
+        .unwrap_or_else(|| panic!("build_report should succeed: {response}"));
+    assert_whole_report(result);
+}
+
 #[test]
 fn a_request_past_the_round_limit_fails_clearly() {
     let server = serve_with(&["report"], &["--max-bridged-rounds", "2"]);

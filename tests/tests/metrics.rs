@@ -1,11 +1,18 @@
 //! Prometheus metrics on `--metrics-listen`: the real binary, scraped after
 //! a plain call (`sha256` of the `hash` sample), a call to a tool that does
 //! not exist, and a call that runs into its deadline (`spin` of the
-//! `hostile` guest).
+//! `hostile` guest); the series of tools that are renamed (the `renaming`
+//! guest) forgotten; and the metrics listener's own connection limits.
+
+use std::collections::BTreeSet;
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
 
 use airlock_e2e::hostile::{airlock, answer, assert_limit, call, tools_with};
-use airlock_e2e::mcp::error_code;
-use airlock_e2e::{Http, HttpServer};
+use airlock_e2e::http::read_raw_reply;
+use airlock_e2e::mcp::{error_code, no_caps, with_meta};
+use airlock_e2e::{Airlock, Http, HttpServer, McpClient, ToolsDir, wait_until};
 use serde_json::json;
 
 /// A tool name no component serves.
@@ -117,4 +124,161 @@ fn metrics_have_their_own_listener_beside_the_health_probes() {
     assert_eq!(on_mcp.status, 404, "the MCP listener serves no metrics");
     let health = Http::new(&url.replace("/metrics", "/healthz")).get();
     assert_eq!(health.status, 200, "{}", health.text());
+}
+
+/// The tool names that label `mcp_server_operation_duration_seconds`.
+fn labelled_tools(lines: &[String]) -> BTreeSet<String> {
+    const LABEL: &str = "gen_ai_tool_name=\"";
+    lines
+        .iter()
+        .filter(|line| line.starts_with("mcp_server_operation_duration_seconds_count{"))
+        .filter_map(|line| {
+            let start = line.find(LABEL)? + LABEL.len();
+            let name = &line[start..start + line[start..].find('"')?];
+            (!name.is_empty()).then(|| name.to_owned())
+        })
+        .collect()
+}
+
+/// The names the `renaming` guest lists now besides `rename`, once they
+/// differ from `before`.
+fn renamed_tools(server: &HttpServer, before: &BTreeSet<String>) -> BTreeSet<String> {
+    wait_until("the renamed tools", || {
+        let names: BTreeSet<String> = server
+            .client()
+            .tool_names()
+            .into_iter()
+            .filter(|name| name != "rename")
+            .collect();
+        if names.is_empty() || names.intersection(before).next().is_some() {
+            Err(format!("listed: {names:?}"))
+        } else {
+            Ok(names)
+        }
+    })
+}
+
+#[test]
+fn the_series_of_renamed_tools_are_forgotten() {
+    let server = Airlock::new(&ToolsDir::with(&["renaming"]))
+        .args(["--metrics-listen", "127.0.0.1:0", "--relist-interval", "0s"])
+        .start_http();
+    let url = metrics_url(&server);
+    let client = server.client();
+    let mut loaded = BTreeSet::new();
+    for generation in 0..6 {
+        if generation > 0 {
+            answer(&call(&client, "rename", json!({})));
+        }
+        loaded = renamed_tools(&server, &loaded);
+        for name in &loaded {
+            assert_eq!(answer(&call(&client, name, json!({}))), *name);
+        }
+    }
+    let labelled = labelled_tools(&scrape(&url));
+    loaded.insert("rename".to_owned());
+    assert!(
+        labelled.is_subset(&loaded),
+        "series of tools no longer loaded remain: {:?} (loaded: {loaded:?})",
+        labelled.difference(&loaded).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        labelled, loaded,
+        "every tool loaded now was called, and has its series"
+    );
+}
+
+/// The metrics listener's `host:port`.
+fn metrics_addr(url: &str) -> String {
+    url.trim_start_matches("http://")
+        .trim_end_matches("/metrics")
+        .to_owned()
+}
+
+#[test]
+fn a_trickled_head_on_the_metrics_port_is_cut_at_the_header_timeout() {
+    let tools = tools_with(None);
+    let server = airlock(&tools)
+        .args([
+            "--metrics-listen",
+            "127.0.0.1:0",
+            "--http-header-timeout",
+            "1s",
+        ])
+        .start_http();
+    let addr = metrics_addr(&metrics_url(&server));
+    let mut stream = TcpStream::connect(&addr).expect("connect to the metrics port");
+    stream
+        .write_all(format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nX-Trickle: ").as_bytes())
+        .unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_millis(250)))
+        .unwrap();
+    // One more byte of the header every quarter of a second, never its end.
+    let bound = Duration::from_secs(20);
+    let start = Instant::now();
+    let mut buf = [0u8; 256];
+    loop {
+        assert!(
+            start.elapsed() < bound,
+            "a trickled head kept its connection open for {bound:?} (--http-header-timeout 1s)"
+        );
+        if stream.write_all(b"a").is_err() {
+            break;
+        }
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => panic!(
+                "an answer to a head that never ended: {}",
+                String::from_utf8_lossy(&buf[..n])
+            ),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(_) => break,
+        }
+    }
+    // The listener goes on serving.
+    assert!(!scrape(&metrics_url(&server)).is_empty());
+}
+
+#[test]
+fn past_its_cap_the_metrics_port_makes_connections_wait_and_mcp_still_answers() {
+    let tools = tools_with(None);
+    let server = airlock(&tools)
+        .args(["--metrics-listen", "127.0.0.1:0"])
+        // Through its variable, which a build without the option (run with
+        // AIRLOCK_E2E_BIN) ignores instead of refusing to start.
+        .env("AIRLOCK_METRICS_MAX_CONNECTIONS", "2")
+        .start_http();
+    let url = metrics_url(&server);
+    let addr = metrics_addr(&url);
+    let connect = || TcpStream::connect(&addr).expect("connect to the metrics port");
+    // Two connections that send nothing (yet) take both slots.
+    let first = connect();
+    let _second = connect();
+    let mut third = connect();
+    third
+        .write_all(
+            format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        )
+        .unwrap();
+    third
+        .set_read_timeout(Some(Duration::from_millis(800)))
+        .unwrap();
+    let mut buf = [0u8; 64];
+    match third.read(&mut buf) {
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+        other => panic!("a third metrics connection was served beyond a cap of 2: {other:?}"),
+    }
+    // MCP clients are not shut out.
+    let (_, reply) = server
+        .client()
+        .send("server/discover", with_meta(json!({}), no_caps()));
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    // A slot frees up: the waiting connection is served.
+    drop(first);
+    let reply = read_raw_reply(third);
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert!(reply.text().ends_with("# EOF\n"), "{}", reply.text());
+    server.wait_for_log("--metrics-max-connections");
 }

@@ -3,7 +3,9 @@
 //! back: names and attributes as the OpenTelemetry conventions for MCP say,
 //! the caller's trace continued (from `params._meta` and from the HTTP
 //! `traceparent` header), the steps of a call as children, errors marked,
-//! the last spans flushed on shutdown, and nothing sent without the option.
+//! the last spans flushed on shutdown (and abandoned after the export
+//! timeout when the collector does not take them), and nothing sent without
+//! the option.
 
 use std::time::Duration;
 
@@ -11,7 +13,7 @@ use airlock_e2e::flows::assert_form;
 use airlock_e2e::legacy::{Endpoint, expect_server_request, read_response};
 use airlock_e2e::mcp::{complete, elicit, input_required, is_error, text};
 use airlock_e2e::otlp::ReceivedSpan;
-use airlock_e2e::{Airlock, McpClient, OtlpReceiver, ToolCall, ToolsDir};
+use airlock_e2e::{Airlock, McpClient, OtlpReceiver, SilentCollector, ToolCall, ToolsDir};
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use serde_json::{Value, json};
 
@@ -346,6 +348,61 @@ fn the_last_spans_are_flushed_on_shutdown() {
             .any(|span| span.name == "tools/call sha256" && span.trace_id == caller.trace_id),
         "the span was flushed before the process ended: {spans:?}"
     );
+}
+
+/// Makes spans that `endpoint` will not take, then stops the server:
+/// SIGTERM must end it within a bound of its export timeout (1 s), with one
+/// line saying the final export was abandoned.
+fn shutdown_abandons_the_final_export_after_the_timeout(endpoint: &str) {
+    let mut server = Airlock::new(&ToolsDir::with(&["hash"]))
+        .args(["--otlp-endpoint", endpoint])
+        // Through its variable, which a build without the option (run with
+        // AIRLOCK_E2E_BIN) ignores instead of refusing to start.
+        .env("AIRLOCK_OTLP_TIMEOUT", "1s")
+        // An export per span and none on a timer: every span is an export
+        // of its own, and most are still queued at shutdown.
+        .env("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "1")
+        .env("OTEL_BSP_SCHEDULE_DELAY", "600000")
+        .start_http();
+    let client = server.client();
+    for _ in 0..20 {
+        let response = client.call(&ToolCall::new("sha256", json!({"text": "abc"})));
+        assert!(!is_error(complete(&response)), "{response}");
+    }
+    server.terminate();
+    if server.wait_exit(SHUTDOWN_BOUND).is_none() {
+        server.kill();
+        panic!(
+            "still running {SHUTDOWN_BOUND:?} after SIGTERM with a 1 s export timeout; stderr:\n{}",
+            server.stderr()
+        );
+    }
+    let stderr = server.stderr();
+    let abandoned = stderr
+        .lines()
+        .filter(|line| line.contains("final export of traces abandoned"))
+        .count();
+    assert_eq!(abandoned, 1, "one line says so:\n{stderr}");
+}
+
+/// How long a server with a 1 s export timeout may take to exit: generous,
+/// for a busy machine.
+const SHUTDOWN_BOUND: Duration = Duration::from_secs(20);
+
+#[test]
+fn shutdown_does_not_wait_past_the_export_timeout_for_a_silent_collector() {
+    let collector = SilentCollector::start();
+    shutdown_abandons_the_final_export_after_the_timeout(collector.endpoint());
+}
+
+#[test]
+fn shutdown_does_not_wait_past_the_export_timeout_for_an_unreachable_collector() {
+    // A port nothing listens on: every connection is refused.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    shutdown_abandons_the_final_export_after_the_timeout(&format!("http://127.0.0.1:{port}"));
 }
 
 #[test]

@@ -1,6 +1,8 @@
-//! The metrics option of `airlock serve`.
+//! The metrics options of `airlock serve`.
 
 use std::net::SocketAddr;
+
+use crate::metrics::server::MetricsListen;
 
 /// Metrics options of `airlock serve`.
 #[derive(Debug, Clone, clap::Args)]
@@ -8,7 +10,24 @@ use std::net::SocketAddr;
 pub struct MetricsOptions {
     /// Address to serve Prometheus metrics on (`GET /metrics`, OpenMetrics text), apart from the
     /// MCP listener and without authentication: bind it to a private address. Port 0 picks a free
-    /// port. Off by default: without it no metrics are kept.
+    /// port. Off by default: without it no metrics are kept. Its connections have the MCP
+    /// listener's header, body and idle timeouts (--http-*-timeout).
     #[arg(long, value_name = "ADDRESS")]
     pub metrics_listen: Option<SocketAddr>,
+    /// Most connections open at once on the metrics listener, a cap of its own beside
+    /// --max-connections: further connections wait (unaccepted) until one closes, so scrapers and
+    /// probes can never take the descriptors MCP clients need.
+    #[arg(long, value_name = "N", default_value_t = 16, requires = "metrics_listen",
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub metrics_max_connections: u32,
+}
+
+impl MetricsOptions {
+    /// Where metrics are served, if anywhere.
+    pub fn listen(&self) -> Option<MetricsListen> {
+        self.metrics_listen.map(|address| MetricsListen {
+            address,
+            max_connections: self.metrics_max_connections,
+        })
+    }
 }

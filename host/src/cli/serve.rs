@@ -190,7 +190,7 @@ impl ServeOptions {
             session_idle_timeout: self.legacy.session_idle_timeout,
             task_store,
             tasks: self.tasks.settings(),
-            metrics_listen: self.metrics.metrics_listen,
+            metrics: self.metrics.listen(),
             traces: self.traces.settings(),
         }
     }

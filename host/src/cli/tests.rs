@@ -280,13 +280,19 @@ fn traces_are_off_unless_an_endpoint_is_given() {
         .expect("traces on");
     assert_eq!(traces.traces_url(), "http://collector:4318/v1/traces");
     assert_eq!(traces.sample_ratio, 1.0);
+    assert_eq!(traces.export_timeout, Duration::from_secs(10));
     let sampled = serve(&[
         "--otlp-endpoint",
         "http://collector:4318",
         "--otlp-sample-ratio",
         "0.25",
-    ]);
-    assert_eq!(sampled.traces.map(|traces| traces.sample_ratio), Some(0.25));
+        "--otlp-timeout",
+        "2s",
+    ])
+    .traces
+    .expect("traces on");
+    assert_eq!(sampled.sample_ratio, 0.25);
+    assert_eq!(sampled.export_timeout, Duration::from_secs(2));
     for (list, expected) in [
         (
             &["--otlp-endpoint", "https://collector:4318"][..],
@@ -294,6 +300,48 @@ fn traces_are_off_unless_an_endpoint_is_given() {
         ),
         (&["--otlp-endpoint", "collector:4318"], "http://HOST:PORT"),
         (&["--otlp-sample-ratio", "0.5"], "--otlp-endpoint"),
+        (&["--otlp-timeout", "1s"], "--otlp-endpoint"),
+        (
+            &[
+                "--otlp-endpoint",
+                "http://collector:4318",
+                "--otlp-timeout",
+                "0s",
+            ],
+            "at least",
+        ),
+    ] {
+        let message = refusal(list);
+        assert!(message.contains(expected), "{list:?}: {message}");
+    }
+}
+
+#[test]
+fn the_metrics_listener_has_a_cap_of_its_own() {
+    assert_eq!(serve(&[]).metrics, None);
+    let listen = serve(&["--metrics-listen", "127.0.0.1:9464"])
+        .metrics
+        .expect("metrics on");
+    assert_eq!(listen.address.to_string(), "127.0.0.1:9464");
+    assert_eq!(listen.max_connections, 16);
+    let capped = serve(&[
+        "--metrics-listen",
+        "127.0.0.1:0",
+        "--metrics-max-connections",
+        "4",
+    ]);
+    assert_eq!(capped.metrics.map(|listen| listen.max_connections), Some(4));
+    for (list, expected) in [
+        (&["--metrics-max-connections", "4"][..], "--metrics-listen"),
+        (
+            &[
+                "--metrics-listen",
+                "127.0.0.1:0",
+                "--metrics-max-connections",
+                "0",
+            ],
+            "0",
+        ),
     ] {
         let message = refusal(list);
         assert!(message.contains(expected), "{list:?}: {message}");

@@ -2,15 +2,16 @@
 //! pipeline, with Airlock playing the client's part of multi-round
 //! requests.
 //!
-//! The request gets the `_meta` its session implies (capabilities from
-//! `initialize`, the log level last set) and goes through the same code as
-//! a modern request. When the component answers `input_required`, each of
-//! its input requests is sent to the client as a real `elicitation/create`,
-//! `sampling/createMessage` or `roots/list` request on the request's own
-//! stream; the answers and the sealed `requestState` are then sent back
-//! through the pipeline as a retry, which runs the component in a fresh
-//! instance, exactly as a modern client's retry would. A component cannot
-//! tell the two eras apart. Results lose the 2026-07-28 stamping
+//! The request gets the `_meta` its session implies (the capabilities it
+//! declared in `initialize` that the bridge can serve, see
+//! [`served_capabilities`]; the log level last set) and goes through the
+//! same code as a modern request. When the component answers
+//! `input_required`, each of its input requests is sent to the client as a
+//! real `elicitation/create`, `sampling/createMessage` or `roots/list`
+//! request on the request's own stream; the answers and the sealed
+//! `requestState` are then sent back through the pipeline as a retry, which
+//! runs the component in a fresh instance, exactly as a modern client's
+//! retry would. A component cannot tell the two eras apart. Results lose the 2026-07-28 stamping
 //! (`resultType`, `ttlMs`, `cacheScope`) and errors take the legacy codes.
 
 use serde_json::{Map, Value};
@@ -41,7 +42,10 @@ impl Legacy {
         params.remove("requestState");
         params.insert(
             "_meta".to_owned(),
-            session.envelope(request.params.get("_meta")),
+            session.envelope(
+                request.params.get("_meta"),
+                served_capabilities(session.declared_capabilities()),
+            ),
         );
         let context = RequestContext {
             principal: session.principal(),
@@ -61,8 +65,7 @@ impl Legacy {
                     return error_reply(&request.id, &error);
                 }
                 Answer::InputRequired(input) => input,
-                // A session's requests never declare the 2026 tasks
-                // extension, so a call never becomes a task here.
+                // Not declared by `served_capabilities`: never a task here.
                 Answer::Task(_) => {
                     return failure(request, "tasks are served on the 2026-07-28 wire only");
                 }
@@ -104,6 +107,34 @@ impl Legacy {
             ),
         )
     }
+}
+
+/// The members of client capabilities the bridge serves: the input
+/// requests it sends the client as real requests.
+const SERVED_CAPABILITIES: [&str; 3] = ["elicitation", "roots", "sampling"];
+
+/// What the 2026-07-28 pipeline is told a session's client can do: of the
+/// capabilities it declared in `initialize`, those the bridge serves
+/// ([`SERVED_CAPABILITIES`]), and nothing else.
+///
+/// In particular no extension: a 2025 session negotiates none (the
+/// `initialize` reply advertises none), and the 2026-07-28 ones do not
+/// exist on the 2025 wire. A client that declares the tasks extension
+/// there anyway (some do) would otherwise have its calls answered with a
+/// `CreateTaskResult` and `tasks/get` polling it cannot make; its calls run
+/// to their result in state-only rounds instead, as a client without tasks
+/// gets them. (The experimental tasks of 2025-11-25, `capabilities.tasks`
+/// with `tasks/result`, are another protocol, which the bridge does not
+/// serve: the `initialize` reply does not advertise them either.)
+fn served_capabilities(declared: &Value) -> Value {
+    let served = declared
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(name, _)| SERVED_CAPABILITIES.contains(&name.as_str()))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    Value::Object(served)
 }
 
 /// The params to send the client for one input request, in the shape of
@@ -227,6 +258,29 @@ mod tests {
             200,
             "older clients read errors from the body"
         );
+    }
+
+    #[test]
+    fn the_pipeline_is_told_only_what_the_bridge_serves() {
+        let declared = json!({
+            "elicitation": {"form": {}},
+            "sampling": {"tools": {}},
+            "roots": {"listChanged": true},
+            "extensions": {"io.modelcontextprotocol/tasks": {}},
+            "tasks": {"requests": {"tools": {"call": {}}}},
+            "experimental": {"x": {}},
+        });
+        assert_eq!(
+            served_capabilities(&declared),
+            json!({
+                "elicitation": {"form": {}},
+                "sampling": {"tools": {}},
+                "roots": {"listChanged": true},
+            })
+        );
+        let inspector = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+        assert_eq!(served_capabilities(&inspector), json!({}));
+        assert_eq!(served_capabilities(&json!({})), json!({}));
     }
 
     #[test]

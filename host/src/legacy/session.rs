@@ -113,10 +113,16 @@ impl Session {
             .any(|subscribed| crate::protocol::subscriptions::covers(subscribed, uri))
     }
 
+    /// The capabilities the client declared in `initialize`.
+    pub(super) fn declared_capabilities(&self) -> &Value {
+        &self.capabilities
+    }
+
     /// The 2026-07-28 `_meta` a request of this session is served with: the
-    /// request's own `_meta` (its progress token) plus what the session
-    /// declared (capabilities) and set (log level).
-    pub(super) fn envelope(&self, own: Option<&Value>) -> Value {
+    /// request's own `_meta` (its progress token) plus the client
+    /// `capabilities` it is served with (the bridge decides them from what
+    /// the session declared) and the log level the session set.
+    pub(super) fn envelope(&self, own: Option<&Value>, capabilities: Value) -> Value {
         let mut meta = own
             .and_then(Value::as_object)
             .cloned()
@@ -125,10 +131,7 @@ impl Session {
             envelope::META_PROTOCOL_VERSION.to_owned(),
             json!(envelope::PROTOCOL_VERSION),
         );
-        meta.insert(
-            envelope::META_CLIENT_CAPABILITIES.to_owned(),
-            self.capabilities.clone(),
-        );
+        meta.insert(envelope::META_CLIENT_CAPABILITIES.to_owned(), capabilities);
         match *lock(&self.log_level) {
             Some(level) => meta.insert(envelope::META_LOG_LEVEL.to_owned(), json!(level.as_str())),
             None => meta.remove(envelope::META_LOG_LEVEL),
@@ -374,10 +377,13 @@ mod tests {
     }
 
     #[test]
-    fn the_envelope_carries_what_the_session_declared() {
+    fn the_envelope_carries_what_the_session_set() {
         let session = session();
         session.set_log_level(LogLevel::Debug);
-        let meta = session.envelope(Some(&json!({"progressToken": 5})));
+        let meta = session.envelope(
+            Some(&json!({"progressToken": 5})),
+            session.declared_capabilities().clone(),
+        );
         assert_eq!(meta["progressToken"], 5);
         assert_eq!(meta[envelope::META_PROTOCOL_VERSION], "2026-07-28");
         assert_eq!(

@@ -10,7 +10,11 @@
 //! serves, tool and prompt names that are loaded, JSON-RPC codes Airlock
 //! answers with, fixed kinds and reasons. Anything a client makes up (an
 //! unknown method, tool or prompt, an odd error code) never becomes a label
-//! value: it is `_OTHER`, or the label is left empty.
+//! value: it is `_OTHER`, or the label is left empty. The set stays bounded
+//! over time too: when the registry is replaced (a reload, a component
+//! listed again), the series of tools and prompts no longer loaded are
+//! forgotten ([`registry_replaced`]), so a component that renames its tools
+//! does not grow the metrics without end.
 //!
 //! The metrics exist only when they are served: [`install`] is called once,
 //! at start-up, with `--metrics-listen`. Until then every recording function
@@ -19,11 +23,13 @@
 
 pub mod server;
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 use std::time::Instant;
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::TypedMetric;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
@@ -103,6 +109,75 @@ struct OperationLabels {
     error_type: Option<String>,
     /// The protocol version the request declared, when Airlock supports it.
     mcp_protocol_version: Option<&'static str>,
+}
+
+impl OperationLabels {
+    /// Whether the tool and prompt these labels name, if any, are loaded.
+    fn names_loaded(&self, loaded: impl Fn(bool, &str) -> bool) -> bool {
+        self.gen_ai_tool_name
+            .as_deref()
+            .is_none_or(|tool| loaded(true, tool))
+            && self
+                .gen_ai_prompt_name
+                .as_deref()
+                .is_none_or(|prompt| loaded(false, prompt))
+    }
+}
+
+/// `mcp_server_operation_duration_seconds`: a histogram per label set,
+/// like a `Family`, but whose series can be forgotten by their labels
+/// (a `Family` removes only a label set named in full).
+#[derive(Debug, Default)]
+struct Operations {
+    series: RwLock<HashMap<OperationLabels, Histogram>>,
+}
+
+impl Operations {
+    /// The family's name, without its unit.
+    const NAME: &str = "mcp_server_operation_duration";
+    /// Its help text.
+    const HELP: &str =
+        "Duration of MCP requests, by method, tool or prompt, error and protocol version";
+
+    /// Counts an operation of `labels` that took `seconds`.
+    fn observe(&self, labels: OperationLabels, seconds: f64) {
+        let series = self.series.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some(histogram) = series.get(&labels) {
+            histogram.observe(seconds);
+            return;
+        }
+        drop(series);
+        self.series
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(labels)
+            .or_insert_with(|| Histogram::new(OPERATION_BUCKETS.iter().copied()))
+            .observe(seconds);
+    }
+
+    /// Forgets the series whose labels `keep` refuses.
+    fn retain(&self, keep: impl Fn(&OperationLabels) -> bool) {
+        self.series
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|labels, _| keep(labels));
+    }
+}
+
+impl Collector for Operations {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let series = self.series.read().unwrap_or_else(PoisonError::into_inner);
+        let mut metric = encoder.encode_descriptor(
+            Self::NAME,
+            Self::HELP,
+            Some(&Unit::Seconds),
+            Histogram::TYPE,
+        )?;
+        for (labels, histogram) in series.iter() {
+            histogram.encode(metric.encode_family(labels)?)?;
+        }
+        Ok(())
+    }
 }
 
 /// A label set of one bounded label.
@@ -199,7 +274,7 @@ impl Collector for Sampled {
 #[derive(Debug)]
 pub struct Metrics {
     registry: prometheus_client::registry::Registry,
-    operations: Family<OperationLabels, Histogram>,
+    operations: Arc<Operations>,
     instantiate: Histogram,
     refused_busy: Counter,
     limit_hits: Family<KindLabel, Counter>,
@@ -217,9 +292,7 @@ impl Metrics {
     pub fn new(sampled: Vec<SampledGauge>) -> Metrics {
         let metrics = Metrics {
             registry: prometheus_client::registry::Registry::default(),
-            operations: Family::new_with_constructor(|| {
-                Histogram::new(OPERATION_BUCKETS.iter().copied())
-            }),
+            operations: Arc::default(),
             instantiate: Histogram::new(INSTANTIATE_BUCKETS.iter().copied()),
             refused_busy: Counter::default(),
             limit_hits: Family::default(),
@@ -236,12 +309,7 @@ impl Metrics {
 
     fn register(mut self, sampled: Vec<SampledGauge>) -> Metrics {
         let r = &mut self.registry;
-        r.register_with_unit(
-            "mcp_server_operation_duration",
-            "Duration of MCP requests, by method, tool or prompt, error and protocol version",
-            Unit::Seconds,
-            self.operations.clone(),
-        );
+        r.register_collector(Box::new(self.operations.clone()));
         r.register_with_unit(
             "airlock_instantiate_duration",
             "Time to make a fresh instance of a component for one call",
@@ -308,8 +376,7 @@ impl Metrics {
     /// Counts one answered request that started at `started`.
     fn operation(&self, labels: OperationLabels, started: Instant) {
         self.operations
-            .get_or_create(&labels)
-            .observe(started.elapsed().as_secs_f64());
+            .observe(labels, started.elapsed().as_secs_f64());
     }
 }
 
@@ -336,14 +403,32 @@ pub fn started() -> Option<Instant> {
 /// prompt names are label values.
 pub fn operation(started: Instant, request: &Request, answer: &Answer, registry: &Registry) {
     if let Some(metrics) = installed() {
-        let loaded = |tool: bool, name: &str| {
-            if tool {
-                registry.find(name).is_some()
-            } else {
-                registry.find_prompt(name).is_some()
-            }
-        };
-        metrics.operation(operation_labels(request, answer, loaded), started);
+        let labels = operation_labels(request, answer, |tool, name| {
+            is_loaded(registry, tool, name)
+        });
+        metrics.operation(labels, started);
+    }
+}
+
+/// `registry` is served from now on: forgets the series of the tools and
+/// prompts it does not load. Since only names loaded when a request is
+/// answered become labels, the named series are those of what is loaded
+/// now, plus at most one per request answered across the swap (which the
+/// next swap forgets if its name is gone).
+pub fn registry_replaced(registry: &Registry) {
+    if let Some(metrics) = installed() {
+        metrics
+            .operations
+            .retain(|labels| labels.names_loaded(|tool, name| is_loaded(registry, tool, name)));
+    }
+}
+
+/// Whether `registry` loads a tool (`tool`) or prompt of this name.
+fn is_loaded(registry: &Registry, tool: bool, name: &str) -> bool {
+    if tool {
+        registry.find(name).is_some()
+    } else {
+        registry.find_prompt(name).is_some()
     }
 }
 

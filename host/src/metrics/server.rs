@@ -1,6 +1,11 @@
 //! The metrics listener (`--metrics-listen`): `GET /metrics` in the
 //! OpenMetrics text format, on an address of its own, never on the MCP
 //! listener. It has no authentication: bind it to a private address.
+//!
+//! Its connections are accepted as the MCP listener's are
+//! ([`connections`]): the same header, body and idle timeouts, under a cap
+//! of its own (`--metrics-max-connections`), so that connections to it can
+//! never use up the descriptors MCP clients need.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -9,10 +14,12 @@ use anyhow::Context as _;
 use axum::Router;
 use axum::http::header;
 use axum::routing::get;
+use tokio::sync::watch;
 
 use super::{Metrics, SampledGauge, install};
 use crate::protocol::Server;
 use crate::runtime::Runtime;
+use crate::transport::http::{ConnectionLimits, connections};
 
 /// The `Content-Type` of the exposition.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -51,28 +58,66 @@ fn sampled_gauges(server: &Arc<Server>, runtime: &Arc<Runtime>) -> Vec<SampledGa
     ]
 }
 
-/// With an `address`, keeps the process's metrics from now on and serves
-/// them there, with `routes` (the health probes) beside `/metrics`; logs
-/// `metrics at http://…/metrics` with the bound address. Without one, does
-/// nothing: no metrics are kept.
+/// Where the metrics listener serves, and how many connections it takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetricsListen {
+    /// The address (port 0 picks a free port).
+    pub address: SocketAddr,
+    /// Most connections open at once on it.
+    pub max_connections: u32,
+}
+
+/// What the metrics listener serves, and with which connection limits.
+pub struct Serving<'a> {
+    /// The server whose registry the gauges read.
+    pub server: &'a Arc<Server>,
+    /// The runtime whose slots the gauges read.
+    pub runtime: &'a Arc<Runtime>,
+    /// Routes served beside `/metrics` (the health probes).
+    pub routes: Router,
+    /// The MCP listener's limits: their timeouts apply here too (the cap is
+    /// [`MetricsListen::max_connections`]).
+    pub limits: ConnectionLimits,
+    /// Whether the server drains: responses then close their connections.
+    pub draining: watch::Receiver<bool>,
+}
+
+/// With `listen`, keeps the process's metrics from now on and serves them
+/// there, with `serving.routes` beside `/metrics`; logs `metrics at
+/// http://…/metrics` with the bound address. Without it, does nothing: no
+/// metrics are kept.
 pub async fn start(
-    address: Option<SocketAddr>,
-    server: &Arc<Server>,
-    runtime: &Arc<Runtime>,
-    routes: Router,
+    listen: Option<&MetricsListen>,
+    serving: Serving<'_>,
 ) -> anyhow::Result<Option<MetricsListener>> {
-    let Some(address) = address else {
+    let Some(listen) = listen else {
         return Ok(None);
     };
-    let listener = tokio::net::TcpListener::bind(address)
+    let listener = tokio::net::TcpListener::bind(listen.address)
         .await
-        .with_context(|| format!("cannot listen on {address} for metrics"))?;
+        .with_context(|| format!("cannot listen on {} for metrics", listen.address))?;
     let bound = listener.local_addr()?;
-    let metrics = install(Metrics::new(sampled_gauges(server, runtime)));
-    let app = routes.merge(router(metrics));
+    let metrics = install(Metrics::new(sampled_gauges(
+        serving.server,
+        serving.runtime,
+    )));
+    let app = serving.routes.merge(router(metrics));
+    let limits = ConnectionLimits {
+        max_connections: listen.max_connections,
+        ..serving.limits
+    };
     tracing::info!("metrics at http://{bound}/metrics");
     Ok(Some(MetricsListener(tokio::spawn(async move {
-        if let Err(error) = axum::serve(listener, app).await {
+        // It serves until the listener is dropped, which aborts it.
+        let served = connections::serve_with(
+            listener,
+            app,
+            limits,
+            "--metrics-max-connections",
+            serving.draining,
+            std::future::pending(),
+        );
+        if let Err(error) = served.await {
             tracing::error!(%error, "the metrics listener failed");
         }
     }))))

@@ -163,3 +163,34 @@ fn rendering_shows_every_family_with_its_labels() {
         "a sampled gauge is read at each scrape"
     );
 }
+
+#[test]
+fn the_series_of_names_no_longer_loaded_are_forgotten() {
+    let metrics = Metrics::new(Vec::new());
+    let was_loaded = |_: bool, _: &str| true;
+    for (method, name) in [
+        ("tools/call", "sha256"),
+        ("tools/call", "renamed-away"),
+        ("prompts/get", "greet"),
+        ("prompts/get", "removed"),
+        ("tools/list", "sha256"),
+    ] {
+        let request = request(method, json!({"name": name, "_meta": meta()}));
+        let labels = operation_labels(&request, &complete("{}"), was_loaded);
+        metrics.operation(labels, Instant::now());
+    }
+    metrics
+        .operations
+        .retain(|labels| labels.names_loaded(loaded));
+    let text = metrics.render();
+    for kept in [
+        "gen_ai_tool_name=\"sha256\"",
+        "gen_ai_prompt_name=\"greet\"",
+        "mcp_method_name=\"tools/list\"",
+    ] {
+        assert!(text.contains(kept), "{kept} was forgotten:\n{text}");
+    }
+    for gone in ["renamed-away", "removed"] {
+        assert!(!text.contains(gone), "{gone} is still a label:\n{text}");
+    }
+}

@@ -139,6 +139,7 @@ impl Server {
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
             new.clone(),
         );
+        metrics::registry_replaced(&new.registry);
         let mut changes = Vec::new();
         if !new.tools.same_as(&old.tools) {
             changes.push(ServerChange::ToolsListChanged);

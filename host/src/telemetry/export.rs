@@ -1,5 +1,9 @@
 //! Sending spans to an OpenTelemetry collector: OTLP over HTTP/protobuf,
-//! batched on tokio, under the resource that names this process.
+//! batched on tokio, under the resource that names this process. Every
+//! export, the last one at shutdown included, is bounded by the export
+//! timeout, so a collector that never answers cannot hold the process.
+
+use std::time::Duration;
 
 use opentelemetry::trace::TracerProvider;
 use opentelemetry::{InstrumentationScope, KeyValue};
@@ -25,6 +29,9 @@ pub struct TraceSettings {
     /// The fraction of new traces recorded, from 0 to 1. A request whose
     /// caller sent a trace context follows the caller's sampled flag.
     pub sample_ratio: f64,
+    /// How long one export may wait for the collector, retries included;
+    /// also how long the last export may take at shutdown.
+    pub export_timeout: Duration,
 }
 
 impl TraceSettings {
@@ -39,20 +46,43 @@ impl TraceSettings {
 #[derive(Debug)]
 pub struct Exporting {
     provider: SdkTracerProvider,
+    export_timeout: Duration,
 }
 
 impl Exporting {
     /// Exports the spans still queued, then stops exporting. Waits at most
-    /// the OTLP export timeout (`OTEL_EXPORTER_OTLP_TIMEOUT`, 10 s by
-    /// default) for the collector.
+    /// the export timeout, once, for all of it: past it, the spans not yet
+    /// sent are dropped (one line in the log says so) and this returns, so
+    /// that a collector that never answers cannot delay the exit.
     pub async fn shut_down(self) {
-        let provider = self.provider;
-        // The batch processor's shutdown blocks until its tokio task is
-        // done: off the runtime's workers.
-        match tokio::task::spawn_blocking(move || provider.shutdown()).await {
-            Ok(Ok(())) => tracing::debug!("traces flushed"),
+        let Exporting {
+            provider,
+            export_timeout,
+        } = self;
+        // The provider's shutdown blocks its thread until the batch
+        // processor has worked through its queue, one export after another.
+        // It runs on a thread of its own, not on a runtime's blocking pool:
+        // a shutdown left behind must not hold up the runtime's own, and
+        // the process does not wait for a detached thread.
+        let (done, finished) = tokio::sync::oneshot::channel();
+        let spawned = std::thread::Builder::new()
+            .name("airlock-traces-shutdown".to_owned())
+            .spawn(move || {
+                let _ = done.send(provider.shutdown());
+            });
+        if let Err(error) = spawned {
+            tracing::warn!(%error, "could not flush the last traces");
+            return;
+        }
+        match tokio::time::timeout(export_timeout, finished).await {
+            Ok(Ok(Ok(()))) => tracing::debug!("traces flushed"),
+            Ok(Ok(Err(error))) => tracing::warn!(%error, "could not flush the last traces"),
             Ok(Err(error)) => tracing::warn!(%error, "could not flush the last traces"),
-            Err(error) => tracing::warn!(%error, "could not flush the last traces"),
+            Err(_) => tracing::warn!(
+                timeout_ms = export_timeout.as_millis(),
+                "final export of traces abandoned: the collector did not take them within the \
+                 export timeout (--otlp-timeout); the spans not yet sent are dropped"
+            ),
         }
     }
 }
@@ -65,6 +95,7 @@ pub fn install(settings: &TraceSettings) -> anyhow::Result<Exporting> {
         .with_http()
         .with_protocol(Protocol::HttpBinary)
         .with_endpoint(settings.traces_url())
+        .with_timeout(settings.export_timeout)
         .build()?;
     let provider = SdkTracerProvider::builder()
         .with_span_processor(BatchSpanProcessor::builder(exporter, Tokio).build())
@@ -84,7 +115,10 @@ pub fn install(settings: &TraceSettings) -> anyhow::Result<Exporting> {
         sample_ratio = settings.sample_ratio,
         "exporting traces over OTLP"
     );
-    Ok(Exporting { provider })
+    Ok(Exporting {
+        provider,
+        export_timeout: settings.export_timeout,
+    })
 }
 
 /// What names this process: `service.name` (`OTEL_SERVICE_NAME`, else

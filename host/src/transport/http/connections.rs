@@ -99,16 +99,38 @@ const SILENT_CONNECTION_GRACE: Duration = Duration::from_secs(1);
 /// How often at most the "connection limit reached" warning is logged.
 const FULL_WARNING_EVERY: Duration = Duration::from_secs(10);
 
+/// [`serve_with`] for the MCP listener, whose cap is `--max-connections`.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    limits: ConnectionLimits,
+    draining: watch::Receiver<bool>,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    serve_with(
+        listener,
+        router,
+        limits,
+        "--max-connections",
+        draining,
+        shutdown,
+    )
+    .await
+}
+
 /// Serves `router` on `listener` until `shutdown` completes; then stops
 /// accepting, lets every open connection finish its requests in flight
 /// (idle ones close at once), and returns when all are closed, or when the
 /// shutdown timeout cuts those still busy. While `draining` is true (before
 /// the shutdown), every response closes its connection, so that a load
-/// balancer opens its next one to another server.
-pub async fn serve(
+/// balancer opens its next one to another server. `cap_option` names the
+/// option that sets `limits.max_connections`, for the warning logged when
+/// the cap is reached.
+pub async fn serve_with(
     listener: TcpListener,
     router: Router,
     limits: ConnectionLimits,
+    cap_option: &'static str,
     draining: watch::Receiver<bool>,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
@@ -148,7 +170,7 @@ pub async fn serve(
             last_full_warning = Some(Instant::now());
             tracing::warn!(
                 max = limits.max_connections,
-                "HTTP connection limit reached: new connections wait until one closes (--max-connections)"
+                "HTTP connection limit reached: new connections wait until one closes ({cap_option})"
             );
         }
         let stream = tokio::select! {
