@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use crate::metrics::server::MetricsListen;
+use crate::serve::metrics::MetricsListen;
 
 /// Metrics options of `airlock serve`.
 #[derive(Debug, Clone, clap::Args)]

@@ -1,4 +1,5 @@
-//! Prometheus metrics, served on `--metrics-listen` ([`server`]).
+//! Prometheus metrics, served on `--metrics-listen`
+//! ([`serve::metrics`](crate::serve::metrics)).
 //!
 //! The families follow the OpenTelemetry conventions for MCP servers where
 //! they have one (`mcp.server.operation.duration` becomes
@@ -13,15 +14,13 @@
 //! value: it is `_OTHER`, or the label is left empty. The set stays bounded
 //! over time too: when the registry is replaced (a reload, a component
 //! listed again), the series of tools and prompts no longer loaded are
-//! forgotten ([`registry_replaced`]), so a component that renames its tools
+//! forgotten ([`forget_names`]), so a component that renames its tools
 //! does not grow the metrics without end.
 //!
 //! The metrics exist only when they are served: [`install`] is called once,
 //! at start-up, with `--metrics-listen`. Until then every recording function
 //! here is one check of an empty [`OnceLock`] and nothing else, so a server
 //! without metrics pays (nearly) nothing for them.
-
-pub mod server;
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
@@ -35,13 +34,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Unit;
-
-use crate::protocol::answer::Answer;
-use crate::protocol::envelope::SUPPORTED_VERSIONS;
-use crate::protocol::jsonrpc::{Request, codes};
-use crate::registry::Registry;
-use crate::runtime::CallError;
-use crate::state::StateError;
 
 /// Upper bounds of `mcp_server_operation_duration_seconds`, in seconds: the
 /// conventions' recommended boundaries, with finer ones below 10 ms added
@@ -60,37 +52,6 @@ const INSTANTIATE_BUCKETS: &[f64] = &[
 /// Upper bounds of `airlock_mrtr_rounds` (rounds a completed request took;
 /// `--max-rounds` is 32 by default).
 const ROUND_BUCKETS: &[f64] = &[1.0, 2.0, 3.0, 4.0, 5.0, 8.0, 16.0, 32.0];
-
-/// The methods that are label values as they are; any other is `_OTHER`.
-const KNOWN_METHODS: &[&str] = &[
-    "server/discover",
-    "tools/list",
-    "tools/call",
-    "prompts/list",
-    "prompts/get",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "completion/complete",
-    "subscriptions/listen",
-    "tasks/get",
-    "tasks/update",
-    "tasks/cancel",
-];
-
-/// The JSON-RPC codes that are label values as they are; any other is
-/// `_OTHER`.
-const KNOWN_CODES: &[i32] = &[
-    codes::PARSE_ERROR,
-    codes::INVALID_REQUEST,
-    codes::METHOD_NOT_FOUND,
-    codes::INVALID_PARAMS,
-    codes::INTERNAL_ERROR,
-    codes::HEADER_MISMATCH,
-    codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
-    codes::UNSUPPORTED_PROTOCOL_VERSION,
-    codes::QUOTA_EXCEEDED,
-];
 
 /// The value of a label whose real value is not in its bounded set.
 const OTHER: &str = "_OTHER";
@@ -112,16 +73,68 @@ struct OperationLabels {
 }
 
 impl OperationLabels {
-    /// Whether the tool and prompt these labels name, if any, are loaded.
-    fn names_loaded(&self, loaded: impl Fn(bool, &str) -> bool) -> bool {
+    /// The labels of `operation`.
+    fn of(operation: &Operation<'_>) -> OperationLabels {
+        OperationLabels {
+            mcp_method_name: operation.method.unwrap_or(OTHER),
+            gen_ai_tool_name: operation.tool.map(str::to_owned),
+            gen_ai_prompt_name: operation.prompt.map(str::to_owned),
+            error_type: operation.error.map(|error| match error {
+                ErrorType::Code(code) => code.to_string(),
+                ErrorType::Other => OTHER.to_owned(),
+                ErrorType::Tool => "tool_error".to_owned(),
+            }),
+            mcp_protocol_version: operation.version,
+        }
+    }
+
+    /// Whether `keep` keeps the tool and prompt these labels name, if any.
+    fn names_kept(&self, keep: impl Fn(Name<'_>) -> bool) -> bool {
         self.gen_ai_tool_name
             .as_deref()
-            .is_none_or(|tool| loaded(true, tool))
+            .is_none_or(|tool| keep(Name::Tool(tool)))
             && self
                 .gen_ai_prompt_name
                 .as_deref()
-                .is_none_or(|prompt| loaded(false, prompt))
+                .is_none_or(|prompt| keep(Name::Prompt(prompt)))
     }
+}
+
+/// One answered MCP request, as its caller classified it: every value
+/// comes from a bounded set (what Airlock serves and answers with), never
+/// from what a client made up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Operation<'a> {
+    /// A method Airlock serves; `None` for any other (`_OTHER`).
+    pub method: Option<&'static str>,
+    /// The tool of a `tools/call`, when it is loaded.
+    pub tool: Option<&'a str>,
+    /// The prompt of a `prompts/get`, when it is loaded.
+    pub prompt: Option<&'a str>,
+    /// How it failed, if it did.
+    pub error: Option<ErrorType>,
+    /// The protocol version it declared, when Airlock supports it.
+    pub version: Option<&'static str>,
+}
+
+/// How an operation failed: its `error_type` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorType {
+    /// A JSON-RPC error with a code Airlock answers with.
+    Code(i32),
+    /// A JSON-RPC error with another code (a component's own): `_OTHER`.
+    Other,
+    /// A `tools/call` result that says `isError`: `tool_error`.
+    Tool,
+}
+
+/// A name that is a label value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Name<'a> {
+    /// A tool's.
+    Tool(&'a str),
+    /// A prompt's.
+    Prompt(&'a str),
 }
 
 /// `mcp_server_operation_duration_seconds`: a histogram per label set,
@@ -198,7 +211,7 @@ struct OutcomeLabel {
     outcome: &'static str,
 }
 
-/// A limit a call ran into.
+/// A limit a call ran into, or a quota a request was refused by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Limit {
     /// Its wall-clock deadline.
@@ -399,112 +412,30 @@ pub fn started() -> Option<Instant> {
 }
 
 /// Counts one answered MCP request that started at `started` (from
-/// [`started`]); `registry` is the one serving, which says which tool and
-/// prompt names are label values.
-pub fn operation(started: Instant, request: &Request, answer: &Answer, registry: &Registry) {
+/// [`started`]).
+pub fn operation(started: Instant, operation: Operation<'_>) {
     if let Some(metrics) = installed() {
-        let labels = operation_labels(request, answer, |tool, name| {
-            is_loaded(registry, tool, name)
-        });
-        metrics.operation(labels, started);
+        metrics.operation(OperationLabels::of(&operation), started);
     }
 }
 
-/// `registry` is served from now on: forgets the series of the tools and
-/// prompts it does not load. Since only names loaded when a request is
-/// answered become labels, the named series are those of what is loaded
-/// now, plus at most one per request answered across the swap (which the
-/// next swap forgets if its name is gone).
-pub fn registry_replaced(registry: &Registry) {
+/// What is served changed: forgets the series naming a tool or prompt that
+/// `keep` does not keep (no longer loaded). Since only names loaded when a
+/// request is answered become labels, the named series are those of what
+/// is loaded now, plus at most one per request answered across the change
+/// (which the next change forgets if its name is gone).
+pub fn forget_names(keep: impl Fn(Name<'_>) -> bool) {
     if let Some(metrics) = installed() {
-        metrics
-            .operations
-            .retain(|labels| labels.names_loaded(|tool, name| is_loaded(registry, tool, name)));
+        metrics.operations.retain(|labels| labels.names_kept(&keep));
     }
 }
 
-/// Whether `registry` loads a tool (`tool`) or prompt of this name.
-fn is_loaded(registry: &Registry, tool: bool, name: &str) -> bool {
-    if tool {
-        registry.find(name).is_some()
-    } else {
-        registry.find_prompt(name).is_some()
+/// Counts a call refused at once because every slot was taken and the
+/// queue was full.
+pub fn refused_busy() {
+    if let Some(metrics) = installed() {
+        metrics.refused_busy.inc();
     }
-}
-
-/// The bounded labels of one answered request; `loaded` says whether a
-/// tool (`true`) or prompt (`false`) of a name is loaded.
-fn operation_labels(
-    request: &Request,
-    answer: &Answer,
-    loaded: impl Fn(bool, &str) -> bool,
-) -> OperationLabels {
-    let method = KNOWN_METHODS
-        .iter()
-        .find(|known| **known == request.method)
-        .copied()
-        .unwrap_or(OTHER);
-    let name = request.params.get("name").and_then(|name| name.as_str());
-    let loaded_name = |tool: bool| name.filter(|name| loaded(tool, name)).map(str::to_owned);
-    let (tool, prompt) = match method {
-        "tools/call" => (loaded_name(true), None),
-        "prompts/get" => (None, loaded_name(false)),
-        _ => (None, None),
-    };
-    let error_type = match answer {
-        Answer::Error(error) if KNOWN_CODES.contains(&error.code) => Some(error.code.to_string()),
-        Answer::Error(_) => Some(OTHER.to_owned()),
-        Answer::Complete(complete)
-            if method == "tools/call" && is_error_result(&complete.members) =>
-        {
-            Some("tool_error".to_owned())
-        }
-        _ => None,
-    };
-    let version = request
-        .params
-        .get("_meta")
-        .and_then(|meta| meta.get(crate::protocol::envelope::META_PROTOCOL_VERSION))
-        .and_then(|version| version.as_str());
-    OperationLabels {
-        mcp_method_name: method,
-        gen_ai_tool_name: tool,
-        gen_ai_prompt_name: prompt,
-        error_type,
-        mcp_protocol_version: SUPPORTED_VERSIONS
-            .iter()
-            .find(|supported| Some(**supported) == version)
-            .copied(),
-    }
-}
-
-/// Whether the members of a `tools/call` result (as
-/// [`wire::CallToolResult`](crate::protocol::wire::CallToolResult) encodes
-/// them: `isError` last, and only when true) say `isError`.
-pub(crate) fn is_error_result(members: &str) -> bool {
-    members.ends_with("\"isError\":true}")
-}
-
-/// Counts a call that failed on a limit, or was refused busy.
-pub fn call_failed(error: &CallError) {
-    let Some(metrics) = installed() else { return };
-    let limit = match error {
-        CallError::Busy { .. } => {
-            metrics.refused_busy.inc();
-            return;
-        }
-        CallError::Timeout { .. } => Limit::Deadline,
-        CallError::OutOfMemory { .. } => Limit::Memory,
-        CallError::OutOfFuel { .. } => Limit::Fuel,
-        CallError::OutputTooLarge { .. } | CallError::TooManyItems { .. } => Limit::Output,
-        CallError::TooManyResources { .. } => Limit::Resources,
-        CallError::NotGranted { .. }
-        | CallError::Trapped { .. }
-        | CallError::Instantiate { .. } => {
-            return;
-        }
-    };
-    limit_hit(limit);
 }
 
 /// Counts a call that ran into `limit`.
@@ -526,34 +457,14 @@ pub fn instantiated(started: Option<Instant>) {
     }
 }
 
-/// Counts a requestState that did not open, or could not be sealed.
-pub fn state_refused(error: &StateError) {
+/// Counts a requestState that did not open, or could not be sealed, for
+/// `reason` (a fixed word naming the check, never its details).
+pub fn state_refused(reason: &'static str) {
     if let Some(metrics) = installed() {
-        let reason = state_reason(error);
         metrics
             .state_refused
             .get_or_create(&ReasonLabel { reason })
             .inc();
-    }
-}
-
-/// The label value of a [`StateError`]: its kind, never its details.
-fn state_reason(error: &StateError) -> &'static str {
-    match error {
-        StateError::TokenTooLong { .. } => "too_long",
-        StateError::Malformed(_) => "malformed",
-        StateError::UnsupportedVersion(_) => "unsupported_version",
-        StateError::UnknownKey(_) => "unknown_key",
-        StateError::Forged => "forged",
-        StateError::BadPayload(_) => "bad_payload",
-        StateError::Expired { .. } => "expired",
-        StateError::NotYetValid { .. } => "not_yet_valid",
-        StateError::WrongPrincipal => "wrong_principal",
-        StateError::WrongRequest { .. } => "wrong_request",
-        StateError::Replayed(_) => "replayed",
-        StateError::Unrecorded(_) => "unrecorded",
-        StateError::TooLarge { .. } => "too_large",
-        StateError::Sealing(_) => "sealing",
     }
 }
 

@@ -1,120 +1,43 @@
 use std::time::Instant;
 
-use serde_json::{Value, json};
-
 use super::*;
-use crate::protocol::jsonrpc::RpcError;
 
-fn request(method: &str, params: Value) -> Request {
-    let Value::Object(params) = params else {
-        panic!("params must be an object")
-    };
-    Request {
-        id: json!(1),
-        method: method.to_owned(),
-        params,
+/// A `tools/call` of `sha256` that succeeded.
+fn sha256_call() -> Operation<'static> {
+    Operation {
+        method: Some("tools/call"),
+        tool: Some("sha256"),
+        prompt: None,
+        error: None,
+        version: Some("2026-07-28"),
     }
 }
 
-fn meta() -> Value {
-    json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28" })
-}
-
-/// Only `sha256` (a tool) and `greet` (a prompt) are loaded.
-fn loaded(tool: bool, name: &str) -> bool {
-    if tool {
-        name == "sha256"
-    } else {
-        name == "greet"
-    }
-}
-
-fn complete(members: &str) -> Answer {
-    Answer::Complete(crate::protocol::answer::Complete::new(members.to_owned()))
-}
-
 #[test]
-fn a_loaded_tool_is_a_label_and_success_has_no_error_type() {
-    let call = request("tools/call", json!({"name": "sha256", "_meta": meta()}));
-    let labels = operation_labels(&call, &complete(r#"{"content":[]}"#), loaded);
+fn error_types_are_codes_other_or_tool_error() {
+    let with = |error| {
+        OperationLabels::of(&Operation {
+            error: Some(error),
+            ..sha256_call()
+        })
+    };
     assert_eq!(
-        labels,
-        OperationLabels {
-            mcp_method_name: "tools/call",
-            gen_ai_tool_name: Some("sha256".to_owned()),
-            gen_ai_prompt_name: None,
-            error_type: None,
-            mcp_protocol_version: Some("2026-07-28"),
-        }
+        with(ErrorType::Code(-32602)).error_type.as_deref(),
+        Some("-32602")
     );
-}
-
-#[test]
-fn names_methods_versions_and_codes_a_client_makes_up_are_not_label_values() {
-    let call = request(
-        "tools/call",
-        json!({"name": "no-such-tool", "_meta": {"io.modelcontextprotocol/protocolVersion": "1999-01-01"}}),
-    );
-    let unknown = Answer::Error(RpcError::invalid_params("Unknown tool: no-such-tool"));
-    let labels = operation_labels(&call, &unknown, loaded);
-    assert_eq!(labels.gen_ai_tool_name, None);
-    assert_eq!(labels.error_type.as_deref(), Some("-32602"));
-    assert_eq!(labels.mcp_protocol_version, None);
-
-    let odd = request("x/made-up", json!({"name": "sha256"}));
-    let own_code = Answer::Error(RpcError::new(12345, "a code of a component's own"));
-    let labels = operation_labels(&odd, &own_code, loaded);
-    assert_eq!(labels.mcp_method_name, "_OTHER");
+    assert_eq!(with(ErrorType::Other).error_type.as_deref(), Some("_OTHER"));
     assert_eq!(
-        labels.gen_ai_tool_name, None,
-        "only tools/call names a tool"
+        with(ErrorType::Tool).error_type.as_deref(),
+        Some("tool_error")
     );
-    assert_eq!(labels.error_type.as_deref(), Some("_OTHER"));
-}
-
-#[test]
-fn a_prompt_is_named_only_by_prompts_get() {
-    let get = request("prompts/get", json!({"name": "greet"}));
-    let labels = operation_labels(&get, &complete("{}"), loaded);
-    assert_eq!(labels.gen_ai_prompt_name.as_deref(), Some("greet"));
-    assert_eq!(labels.gen_ai_tool_name, None);
-    let get = request("prompts/get", json!({"name": "sha256"}));
-    let labels = operation_labels(&get, &complete("{}"), loaded);
-    assert_eq!(labels.gen_ai_prompt_name, None, "a tool, not a prompt");
-}
-
-#[test]
-fn an_is_error_result_is_a_tool_error() {
-    let result = crate::runtime::wit::CallResult {
-        content: vec![],
-        structured_content: Some(r#"{"isError":true}"#.to_owned()),
-        is_error: true,
+    let unknown_method = Operation {
+        method: None,
+        ..sha256_call()
     };
-    let encoded = |result: &crate::runtime::wit::CallResult| {
-        serde_json::to_string(&crate::protocol::wire::call_result(result).unwrap()).unwrap()
-    };
-    let call = request("tools/call", json!({"name": "sha256"}));
-    let labels = operation_labels(&call, &complete(&encoded(&result)), loaded);
-    assert_eq!(labels.error_type.as_deref(), Some("tool_error"));
-    let fine = crate::runtime::wit::CallResult {
-        is_error: false,
-        ..result
-    };
-    let labels = operation_labels(&call, &complete(&encoded(&fine)), loaded);
     assert_eq!(
-        labels.error_type, None,
-        "structured content that says isError is not the result's isError"
+        OperationLabels::of(&unknown_method).mcp_method_name,
+        "_OTHER"
     );
-}
-
-#[test]
-fn state_reasons_are_kinds_not_details() {
-    let expired = StateError::Expired {
-        expires_at: 1,
-        now: 2,
-    };
-    assert_eq!(state_reason(&expired), "expired");
-    assert_eq!(state_reason(&StateError::Forged), "forged");
 }
 
 #[test]
@@ -126,11 +49,7 @@ fn rendering_shows_every_family_with_its_labels() {
         help: "running",
         read: Box::new(move || read.load(std::sync::atomic::Ordering::Relaxed)),
     }]);
-    let call = request("tools/call", json!({"name": "sha256", "_meta": meta()}));
-    metrics.operation(
-        operation_labels(&call, &complete("{}"), loaded),
-        Instant::now(),
-    );
+    metrics.operation(OperationLabels::of(&sha256_call()), Instant::now());
     metrics
         .limit_hits
         .get_or_create(&KindLabel {
@@ -167,21 +86,25 @@ fn rendering_shows_every_family_with_its_labels() {
 #[test]
 fn the_series_of_names_no_longer_loaded_are_forgotten() {
     let metrics = Metrics::new(Vec::new());
-    let was_loaded = |_: bool, _: &str| true;
-    for (method, name) in [
-        ("tools/call", "sha256"),
-        ("tools/call", "renamed-away"),
-        ("prompts/get", "greet"),
-        ("prompts/get", "removed"),
-        ("tools/list", "sha256"),
+    for (method, tool, prompt) in [
+        ("tools/call", Some("sha256"), None),
+        ("tools/call", Some("renamed-away"), None),
+        ("prompts/get", None, Some("greet")),
+        ("prompts/get", None, Some("removed")),
+        ("tools/list", None, None),
     ] {
-        let request = request(method, json!({"name": name, "_meta": meta()}));
-        let labels = operation_labels(&request, &complete("{}"), was_loaded);
-        metrics.operation(labels, Instant::now());
+        let operation = Operation {
+            method: Some(method),
+            tool,
+            prompt,
+            ..sha256_call()
+        };
+        metrics.operation(OperationLabels::of(&operation), Instant::now());
     }
+    let loaded = |name: Name<'_>| matches!(name, Name::Tool("sha256") | Name::Prompt("greet"));
     metrics
         .operations
-        .retain(|labels| labels.names_loaded(loaded));
+        .retain(|labels| labels.names_kept(loaded));
     let text = metrics.render();
     for kept in [
         "gen_ai_tool_name=\"sha256\"",

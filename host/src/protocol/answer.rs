@@ -76,6 +76,8 @@ pub struct Complete {
     pub cache: Option<Cache>,
     /// Members of the result's `_meta` besides the server's own info.
     pub meta: Map<String, Value>,
+    /// A `tools/call` result that says `isError`: the tool failed.
+    pub tool_error: bool,
 }
 
 /// A cacheable result's `ttlMs` and `cacheScope`.
@@ -115,12 +117,20 @@ impl Complete {
             members,
             cache: None,
             meta: Map::new(),
+            tool_error: false,
         }
     }
 
     /// The same result, cacheable for `ttl_ms` in `scope`.
     pub fn cached(mut self, ttl_ms: u64, scope: &'static str) -> Complete {
         self.cache = Some(Cache { ttl_ms, scope });
+        self
+    }
+
+    /// The same result, marked as a tool's failure (`isError`) when
+    /// `tool_error`.
+    pub fn tool_error(mut self, tool_error: bool) -> Complete {
+        self.tool_error = tool_error;
         self
     }
 }
@@ -135,6 +145,19 @@ impl Answer {
                 "cannot encode the result: {error}"
             ))),
         }
+    }
+
+    /// The JSON-RPC code, if this is an error.
+    pub fn error_code(&self) -> Option<i32> {
+        match self {
+            Answer::Error(error) => Some(error.code),
+            _ => None,
+        }
+    }
+
+    /// Whether this is a complete `tools/call` result that says `isError`.
+    pub fn is_tool_error(&self) -> bool {
+        matches!(self, Answer::Complete(complete) if complete.tool_error)
     }
 
     /// The same answer, cacheable for `ttl_ms` in `scope` if it is a

@@ -19,13 +19,14 @@ use super::completion;
 use super::context::{Notifier, ProtocolSettings, RequestContext, Services};
 use super::envelope::{self, PROTOCOL_VERSION, SUPPORTED_VERSIONS};
 use super::jsonrpc::{self, Request, RpcError};
+use super::method::{self, Method};
 use super::mrtr::run_round;
 use super::prompts::PromptGet;
 use super::resources::ResourceRead;
 use super::subscriptions::{self, ServerChange, Subscriptions};
 use super::tasks::{self, Tasks};
 use super::tools::ToolCall;
-use crate::metrics;
+use crate::metrics::{self, ErrorType};
 use crate::quotas::{Quotas, Refused};
 use crate::registry::Registry;
 use crate::runtime::Runtime;
@@ -139,7 +140,11 @@ impl Server {
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
             new.clone(),
         );
-        metrics::registry_replaced(&new.registry);
+        let registry = &new.registry;
+        metrics::forget_names(|name| match name {
+            metrics::Name::Tool(tool) => registry.find(tool).is_some(),
+            metrics::Name::Prompt(prompt) => registry.find_prompt(prompt).is_some(),
+        });
         let mut changes = Vec::new();
         if !new.tools.same_as(&old.tools) {
             changes.push(ServerChange::ToolsListChanged);
@@ -263,10 +268,7 @@ impl Server {
             session: None,
         };
         let answered = self.answer_untraced(request, context, notifier);
-        telemetry::serve(incoming, answered, |answer| {
-            traced_outcome(&request.method, answer)
-        })
-        .await
+        telemetry::serve(incoming, answered, traced_outcome).await
     }
 
     /// [`Server::answer`], without its span.
@@ -290,9 +292,19 @@ impl Server {
             }
         };
         if let Some(started) = started {
-            metrics::operation(started, request, &answer, &self.registry());
+            self.count(started, request, &answer);
         }
         answer
+    }
+
+    /// Counts an answered request in the metrics.
+    fn count(&self, started: std::time::Instant, request: &Request, answer: &Answer) {
+        let registry = self.registry();
+        let operation = operation(request, answer, |name| match name {
+            metrics::Name::Tool(tool) => registry.find(tool).is_some(),
+            metrics::Name::Prompt(prompt) => registry.find_prompt(prompt).is_some(),
+        });
+        metrics::operation(started, operation);
     }
 
     async fn route(
@@ -306,30 +318,35 @@ impl Server {
             envelope::check_envelope(&request.method, &request.params, context.headers.as_ref())?;
         let catalog = self.catalog();
         let catalog = &*catalog;
-        match request.method.as_str() {
-            "server/discover" => Ok(self.discover()),
-            "tools/list" => self.list(request, &catalog.tools, "tools"),
-            "tools/call" => {
+        let Some(method) = Method::parse(&request.method) else {
+            return Err(unknown_method(&request.method));
+        };
+        match method {
+            Method::ServerDiscover => Ok(self.discover()),
+            Method::ToolsList => self.list(request, &catalog.tools, "tools"),
+            Method::ToolsCall => {
                 self.admit_call(request, catalog, context.principal)?;
                 run_round::<ToolCall>(self.services(), request, catalog, &meta, context, notifier)
                     .await
             }
-            "prompts/list" => self.list(request, &catalog.prompts, "prompts"),
-            "prompts/get" => {
+            Method::PromptsList => self.list(request, &catalog.prompts, "prompts"),
+            Method::PromptsGet => {
                 run_round::<PromptGet>(self.services(), request, catalog, &meta, context, notifier)
                     .await
             }
-            "resources/list" => self.list(request, &catalog.resources, "resources"),
-            "resources/templates/list" => {
+            Method::ResourcesList => self.list(request, &catalog.resources, "resources"),
+            Method::ResourceTemplatesList => {
                 self.list(request, &catalog.templates, "resourceTemplates")
             }
-            "resources/read" => {
+            Method::ResourcesRead => {
                 let services = self.services();
                 run_round::<ResourceRead>(services, request, catalog, &meta, context, notifier)
                     .await
             }
-            "completion/complete" => completion::complete(&self.runtime, request, catalog).await,
-            "subscriptions/listen" => {
+            Method::CompletionComplete => {
+                completion::complete(&self.runtime, request, catalog).await
+            }
+            Method::SubscriptionsListen => {
                 let tasks = self.tasks.as_deref().map(|tasks| subscriptions::TaskWatch {
                     tasks,
                     principal: context.principal,
@@ -344,19 +361,18 @@ impl Server {
                 )
                 .await
             }
-            "tasks/get" | "tasks/update" | "tasks/cancel" => {
+            Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => {
                 let Some(tasks) = self.tasks.as_deref() else {
                     return Err(RpcError::method_not_found(&request.method));
                 };
                 tasks::check_request(request, &meta, context.headers.as_ref())?;
                 let principal = context.principal;
-                match request.method.as_str() {
-                    "tasks/get" => tasks.get(request, principal).await,
-                    "tasks/update" => tasks.update(self.services(), request, principal).await,
+                match method {
+                    Method::TasksGet => tasks.get(request, principal).await,
+                    Method::TasksUpdate => tasks.update(self.services(), request, principal).await,
                     _ => tasks.cancel(request, principal).await,
                 }
             }
-            method => Err(unknown_method(method)),
         }
     }
 
@@ -440,35 +456,59 @@ fn over_quota(refused: Refused) -> RpcError {
         .with_retry_after(refused.retry_after)
 }
 
-/// How `answer`, the answer to a `method` request, ends the request's span.
-fn traced_outcome(method: &str, answer: &Answer) -> telemetry::Outcome {
+/// `request` answered with `answer`, as metrics count it: labelled only
+/// with what Airlock serves (a known method, a tool or prompt that
+/// `loaded` says is loaded, a supported version, an error code of
+/// Airlock's), never with what a client made up.
+fn operation<'r>(
+    request: &'r Request,
+    answer: &Answer,
+    loaded: impl Fn(metrics::Name<'_>) -> bool,
+) -> metrics::Operation<'r> {
+    let method = Method::parse(&request.method);
+    let name = request.params.get("name").and_then(Value::as_str);
+    let (tool, prompt) = match method {
+        Some(Method::ToolsCall) => (name.filter(|n| loaded(metrics::Name::Tool(n))), None),
+        Some(Method::PromptsGet) => (None, name.filter(|n| loaded(metrics::Name::Prompt(n)))),
+        _ => (None, None),
+    };
+    let error = match answer.error_code() {
+        Some(code) if jsonrpc::codes::ANSWERED.contains(&code) => Some(ErrorType::Code(code)),
+        Some(_) => Some(ErrorType::Other),
+        None if answer.is_tool_error() => Some(ErrorType::Tool),
+        None => None,
+    };
+    let version = request
+        .params
+        .get("_meta")
+        .and_then(|meta| meta.get(envelope::META_PROTOCOL_VERSION))
+        .and_then(Value::as_str);
+    metrics::Operation {
+        method: method.map(Method::name),
+        tool,
+        prompt,
+        error,
+        version: SUPPORTED_VERSIONS
+            .iter()
+            .copied()
+            .find(|v| Some(*v) == version),
+    }
+}
+
+/// How `answer` ends its request's span.
+fn traced_outcome(answer: &Answer) -> telemetry::Outcome {
     match answer {
         Answer::Error(error) => telemetry::Outcome::Error {
             code: error.code,
             message: error.message.clone(),
         },
-        Answer::Complete(complete)
-            if method == "tools/call" && metrics::is_error_result(&complete.members) =>
-        {
-            telemetry::Outcome::ToolError
-        }
+        answer if answer.is_tool_error() => telemetry::Outcome::ToolError,
         _ => telemetry::Outcome::Ok,
     }
 }
 
-/// Methods that older revisions had and 2026-07-28 removed.
-const REMOVED_METHODS: &[&str] = &[
-    "initialize",
-    "ping",
-    "logging/setLevel",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "tasks/result",
-    "tasks/list",
-];
-
 fn unknown_method(method: &str) -> RpcError {
-    if REMOVED_METHODS.contains(&method) {
+    if method::REMOVED.contains(&method) {
         RpcError::new(
             jsonrpc::codes::METHOD_NOT_FOUND,
             format!("Method not found: {method} does not exist in MCP {PROTOCOL_VERSION}"),
@@ -492,5 +532,102 @@ mod tests {
         );
         assert!(e.message.contains("does not exist in MCP 2026-07-28"));
         assert_eq!(unknown_method("x/y").message, "Method not found: x/y");
+    }
+
+    fn request(method: &str, params: Value) -> Request {
+        let Value::Object(params) = params else {
+            panic!("params must be an object")
+        };
+        Request {
+            id: json!(1),
+            method: method.to_owned(),
+            params,
+        }
+    }
+
+    fn meta() -> Value {
+        json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28" })
+    }
+
+    /// Only `sha256` (a tool) and `greet` (a prompt) are loaded.
+    fn loaded(name: metrics::Name<'_>) -> bool {
+        matches!(
+            name,
+            metrics::Name::Tool("sha256") | metrics::Name::Prompt("greet")
+        )
+    }
+
+    fn complete(members: &str) -> Answer {
+        Answer::Complete(super::super::answer::Complete::new(members.to_owned()))
+    }
+
+    #[test]
+    fn a_loaded_tool_is_a_label_and_success_has_no_error_type() {
+        let call = request("tools/call", json!({"name": "sha256", "_meta": meta()}));
+        assert_eq!(
+            operation(&call, &complete(r#"{"content":[]}"#), loaded),
+            metrics::Operation {
+                method: Some("tools/call"),
+                tool: Some("sha256"),
+                prompt: None,
+                error: None,
+                version: Some("2026-07-28"),
+            }
+        );
+    }
+
+    #[test]
+    fn names_methods_versions_and_codes_a_client_makes_up_are_not_label_values() {
+        let call = request(
+            "tools/call",
+            json!({"name": "no-such-tool", "_meta": {"io.modelcontextprotocol/protocolVersion": "1999-01-01"}}),
+        );
+        let unknown = Answer::Error(RpcError::invalid_params("Unknown tool: no-such-tool"));
+        let counted = operation(&call, &unknown, loaded);
+        assert_eq!(counted.tool, None);
+        assert_eq!(counted.error, Some(ErrorType::Code(-32602)));
+        assert_eq!(counted.version, None);
+
+        let odd = request("x/made-up", json!({"name": "sha256"}));
+        let own_code = Answer::Error(RpcError::new(12345, "a code of a component's own"));
+        let counted = operation(&odd, &own_code, loaded);
+        assert_eq!(counted.method, None);
+        assert_eq!(counted.tool, None, "only tools/call names a tool");
+        assert_eq!(counted.error, Some(ErrorType::Other));
+    }
+
+    #[test]
+    fn a_prompt_is_named_only_by_prompts_get() {
+        let get = request("prompts/get", json!({"name": "greet"}));
+        let counted = operation(&get, &complete("{}"), loaded);
+        assert_eq!((counted.prompt, counted.tool), (Some("greet"), None));
+        let get = request("prompts/get", json!({"name": "sha256"}));
+        assert_eq!(
+            operation(&get, &complete("{}"), loaded).prompt,
+            None,
+            "a tool, not a prompt"
+        );
+    }
+
+    #[test]
+    fn a_result_marked_as_the_tools_failure_is_a_tool_error() {
+        let call = request("tools/call", json!({"name": "sha256"}));
+        let failed = Answer::Complete(
+            super::super::answer::Complete::new(r#"{"content":[],"isError":true}"#.to_owned())
+                .tool_error(true),
+        );
+        assert_eq!(
+            operation(&call, &failed, loaded).error,
+            Some(ErrorType::Tool)
+        );
+        assert!(matches!(
+            traced_outcome(&failed),
+            telemetry::Outcome::ToolError
+        ));
+        let says_so_in_its_content = complete(r#"{"structuredContent":{"isError":true}}"#);
+        assert_eq!(
+            operation(&call, &says_so_in_its_content, loaded).error,
+            None
+        );
     }
 }

@@ -32,6 +32,20 @@ pub mod codes {
     /// Airlock's own, outside the ranges JSON-RPC and MCP reserve: a quota
     /// of the caller is used up (a rate limit, its sessions).
     pub const QUOTA_EXCEEDED: i32 = -31429;
+
+    /// Every code above: the codes Airlock answers with of its own accord
+    /// (a component may choose others for its errors).
+    pub const ANSWERED: &[i32] = &[
+        PARSE_ERROR,
+        INVALID_REQUEST,
+        METHOD_NOT_FOUND,
+        INVALID_PARAMS,
+        INTERNAL_ERROR,
+        HEADER_MISMATCH,
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
+        UNSUPPORTED_PROTOCOL_VERSION,
+        QUOTA_EXCEEDED,
+    ];
 }
 
 /// A JSON-RPC error, with the HTTP status Streamable HTTP pairs it with.

@@ -11,6 +11,7 @@ mod dispatch;
 pub mod envelope;
 pub mod in_flight;
 pub mod jsonrpc;
+pub mod method;
 mod mrtr;
 pub mod param_headers;
 mod prompts;

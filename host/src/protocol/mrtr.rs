@@ -132,6 +132,15 @@ impl Settled {
             Err(error) => Settled::Failed(output_failure(error)),
         }
     }
+
+    /// The same outcome, where a complete result is a tool's failure
+    /// (`isError`) when `tool_error`.
+    pub(super) fn tool_error(self, tool_error: bool) -> Settled {
+        match self {
+            Settled::Complete(complete) => Settled::Complete(complete.tool_error(tool_error)),
+            other => other,
+        }
+    }
 }
 
 /// Why an encoding failed, in the words of the call error it amounts to.
@@ -252,7 +261,7 @@ fn open_round<'b>(
             let opened = services.sealer.open(token, &binding);
             opening.end(&opened);
             let opened = opened.map_err(|e| {
-                    crate::metrics::state_refused(&e);
+                    crate::metrics::state_refused(e.reason());
                     if !e.is_client_error() {
                         // Single-use mode could not record the token: fail closed.
                         tracing::warn!(kind = target.kind, name = target.name, principal = binding.principal, reason = %e, "requestState not checked");
@@ -314,7 +323,7 @@ fn input_required(
     let request_state = match sealed {
         Ok(token) => token,
         Err(error) => {
-            crate::metrics::state_refused(&error);
+            crate::metrics::state_refused(error.reason());
             return Ok(Err(error.to_string()));
         }
     };

@@ -8,7 +8,7 @@
 
 use serde_json::{Value, json};
 
-use super::answer::Answer;
+use super::answer::{Answer, Complete};
 use super::catalog::Catalog;
 use super::context::Services;
 use super::envelope::{self, MirroredHeaders, RequestMeta, TASKS_EXTENSION};
@@ -132,7 +132,7 @@ impl RoundMethod for ToolCall {
     ) -> Settled {
         match outcome {
             wit::CallOutcome::Complete(result) => match wire::call_result(&result) {
-                Ok(result) => Settled::encode(&result, limit),
+                Ok(encoded) => Settled::encode(&encoded, limit).tool_error(result.is_error),
                 Err(error) => {
                     Settled::Failed(format!("it returned an invalid outcome: {}", error.0))
                 }
@@ -163,9 +163,9 @@ impl RoundMethod for ToolCall {
             structured_content: None,
             is_error: true,
         };
-        match wire::call_result(&result) {
-            Ok(result) => Answer::complete(&result),
-            Err(_) => Answer::Error(RpcError::internal("cannot encode a failure result")),
+        match wire::call_result(&result).map(|result| serde_json::to_string(&result)) {
+            Ok(Ok(members)) => Answer::Complete(Complete::new(members).tool_error(true)),
+            _ => Answer::Error(RpcError::internal("cannot encode a failure result")),
         }
     }
 }

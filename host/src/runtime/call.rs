@@ -295,13 +295,13 @@ impl Runtime {
                     .ok()
                     .and_then(Result::ok)
                     .ok_or(CallError::Timeout { limit: timeout })
-                    .inspect_err(metrics::call_failed)?,
+                    .inspect_err(CallError::count)?,
             ),
         };
         let permit = self
             .permit(deadline, Some(timeout))
             .await
-            .inspect_err(metrics::call_failed)?;
+            .inspect_err(CallError::count)?;
         let mut call =
             self.new_store(label, deadline, events, Some((&component.source, policy)))?;
         call.limits.timeout = timeout;
@@ -333,7 +333,7 @@ impl Runtime {
         }
         if let Err(err) = &result {
             log_failure(&label, &component.source, err, &stderr);
-            metrics::call_failed(err);
+            err.count();
         }
         result
     }

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::metrics::{self, Limit};
+
 /// Why a guest call failed. Only that call fails; the host and every other
 /// call carry on.
 ///
@@ -83,6 +85,25 @@ pub enum CallError {
         /// wasmtime's description of the failure.
         detail: String,
     },
+}
+
+impl CallError {
+    /// Counts the failure in the metrics: a refusal when busy, or the limit
+    /// it ran into (other failures are not limits).
+    pub fn count(&self) {
+        let limit = match self {
+            CallError::Busy { .. } => return metrics::refused_busy(),
+            CallError::Timeout { .. } => Limit::Deadline,
+            CallError::OutOfMemory { .. } => Limit::Memory,
+            CallError::OutOfFuel { .. } => Limit::Fuel,
+            CallError::OutputTooLarge { .. } | CallError::TooManyItems { .. } => Limit::Output,
+            CallError::TooManyResources { .. } => Limit::Resources,
+            CallError::NotGranted { .. }
+            | CallError::Trapped { .. }
+            | CallError::Instantiate { .. } => return,
+        };
+        metrics::limit_hit(limit);
+    }
 }
 
 /// `10 s`, `250 ms`, or `1.5s` (for anything finer).

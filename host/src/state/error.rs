@@ -165,4 +165,25 @@ impl StateError {
             _ => SEAL_FAILED_MESSAGE,
         }
     }
+
+    /// The check that failed, as a fixed word (for metrics): its kind,
+    /// never its details.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            StateError::TokenTooLong { .. } => "too_long",
+            StateError::Malformed(_) => "malformed",
+            StateError::UnsupportedVersion(_) => "unsupported_version",
+            StateError::UnknownKey(_) => "unknown_key",
+            StateError::Forged => "forged",
+            StateError::BadPayload(_) => "bad_payload",
+            StateError::Expired { .. } => "expired",
+            StateError::NotYetValid { .. } => "not_yet_valid",
+            StateError::WrongPrincipal => "wrong_principal",
+            StateError::WrongRequest { .. } => "wrong_request",
+            StateError::Replayed(_) => "replayed",
+            StateError::Unrecorded(_) => "unrecorded",
+            StateError::TooLarge { .. } => "too_large",
+            StateError::Sealing(_) => "sealing",
+        }
+    }
 }

@@ -14,7 +14,6 @@ use crate::auth::{AuthSettings, Authenticator};
 use crate::endpoint::Endpoint;
 use crate::legacy::{BridgeSettings, Legacy, Sessions};
 use crate::live::{self, LiveOptions};
-use crate::metrics::server as metrics;
 use crate::policy::ProtectedPaths;
 use crate::protocol::tasks::{TaskSettings, Tasks};
 use crate::protocol::{ProtocolSettings, Server};
@@ -28,6 +27,8 @@ use crate::tasks::{EmbeddedStore, MemoryStore, RedisStore, TaskStore};
 use crate::telemetry::{self, TraceSettings};
 use crate::transport::http::ConnectionLimits;
 use crate::transport::{http, stdio};
+
+pub mod metrics;
 
 /// Environment variable holding state keys (comma- or newline-separated).
 pub const STATE_KEYS_ENV: &str = "AIRLOCK_STATE_KEYS";

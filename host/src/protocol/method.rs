@@ -1,0 +1,104 @@
+//! The methods of the 2026-07-28 wire that Airlock serves, named once:
+//! dispatch routes on them, and they are the only method names metrics
+//! and other bounded labels take.
+
+/// A method Airlock serves on the 2026-07-28 wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// `server/discover`
+    ServerDiscover,
+    /// `tools/list`
+    ToolsList,
+    /// `tools/call`
+    ToolsCall,
+    /// `prompts/list`
+    PromptsList,
+    /// `prompts/get`
+    PromptsGet,
+    /// `resources/list`
+    ResourcesList,
+    /// `resources/templates/list`
+    ResourceTemplatesList,
+    /// `resources/read`
+    ResourcesRead,
+    /// `completion/complete`
+    CompletionComplete,
+    /// `subscriptions/listen`
+    SubscriptionsListen,
+    /// `tasks/get` (the tasks extension)
+    TasksGet,
+    /// `tasks/update` (the tasks extension)
+    TasksUpdate,
+    /// `tasks/cancel` (the tasks extension)
+    TasksCancel,
+}
+
+impl Method {
+    /// Every method, in the order of the spec's sections.
+    pub const ALL: [Method; 13] = [
+        Method::ServerDiscover,
+        Method::ToolsList,
+        Method::ToolsCall,
+        Method::PromptsList,
+        Method::PromptsGet,
+        Method::ResourcesList,
+        Method::ResourceTemplatesList,
+        Method::ResourcesRead,
+        Method::CompletionComplete,
+        Method::SubscriptionsListen,
+        Method::TasksGet,
+        Method::TasksUpdate,
+        Method::TasksCancel,
+    ];
+
+    /// The method named `name`, if Airlock serves it.
+    pub fn parse(name: &str) -> Option<Method> {
+        Method::ALL.into_iter().find(|method| method.name() == name)
+    }
+
+    /// Its name on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::ServerDiscover => "server/discover",
+            Method::ToolsList => "tools/list",
+            Method::ToolsCall => "tools/call",
+            Method::PromptsList => "prompts/list",
+            Method::PromptsGet => "prompts/get",
+            Method::ResourcesList => "resources/list",
+            Method::ResourceTemplatesList => "resources/templates/list",
+            Method::ResourcesRead => "resources/read",
+            Method::CompletionComplete => "completion/complete",
+            Method::SubscriptionsListen => "subscriptions/listen",
+            Method::TasksGet => "tasks/get",
+            Method::TasksUpdate => "tasks/update",
+            Method::TasksCancel => "tasks/cancel",
+        }
+    }
+}
+
+/// Methods that older revisions had and 2026-07-28 removed.
+pub const REMOVED: &[&str] = &[
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "tasks/result",
+    "tasks/list",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_method_parses_from_its_own_name_only() {
+        for method in Method::ALL {
+            assert_eq!(Method::parse(method.name()), Some(method));
+        }
+        assert_eq!(Method::parse("tools/Call"), None);
+        for removed in REMOVED {
+            assert_eq!(Method::parse(removed), None, "{removed}");
+        }
+    }
+}
