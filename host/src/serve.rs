@@ -386,7 +386,15 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let health_routes = http::health_routes(health.clone());
     let _metrics = metrics::start(config.metrics_listen, &server, &runtime, health_routes).await?;
     tracing::info!("listening on http://{address}/mcp");
-    let served = http::serve(server, settings, listener, shutdown_signal()).await;
+    let shutdown = {
+        let tasks = tasks.clone();
+        async move {
+            shutdown_signal().await;
+            // At once, not after the drain: other hosts run the rounds meanwhile.
+            tasks.stop_claiming();
+        }
+    };
+    let served = http::serve(server, settings, listener, shutdown).await;
     tasks.hand_back().await;
     if let Some(traces) = traces {
         traces.shut_down().await;
