@@ -2,7 +2,9 @@
 //! `everything` sample's task tools, driven as a client drives them
 //! (`tools/call` → `CreateTaskResult`, then `tasks/get`, `tasks/update`,
 //! `tasks/cancel`), over HTTP and stdio, on one host with its file store
-//! across a restart, and on three hosts sharing Redis.
+//! across a restart, and on hosts sharing Redis (a host that dies, one that
+//! stops and hands its rounds back); the per-caller quota and the store's
+//! bounds, and fair turns for tasks that checkpoint without end.
 
 use std::time::{Duration, Instant};
 

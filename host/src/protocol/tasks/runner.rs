@@ -192,9 +192,9 @@ impl Tasks {
     }
 
     /// Stops claiming rounds, and stops the rounds running here: each hands
-    /// itself back to the store ([`give_back`](Self::give_back)). Called as
-    /// soon as the server is told to shut down, so that other hosts run
-    /// those rounds while this one drains its requests.
+    /// itself back to the store, due again without counting the attempt.
+    /// Called as soon as the server is told to shut down, so that other
+    /// hosts run those rounds while this one drains its requests.
     pub fn stop_claiming(&self) {
         let running = self
             .running
