@@ -519,7 +519,7 @@ impl TaskStore for MemoryStore {
             .by_id
             .values()
             .filter(|(task, _)| task.claimable(now_ms))
-            .filter_map(|(task, key)| Some((((*key)?), task)))
+            .filter_map(|(task, key)| key.map(|key| (key, task)))
             .min_by_key(|(key, _)| *key)
             .map(|(_, task)| task.claimed(holder, until_ms));
         if let Some(claimed) = &first {
