@@ -41,7 +41,8 @@ use airlock::registry::Registry;
 use airlock::runtime::{Runtime, RuntimeLimits};
 use airlock::state::{KeyRing, StateLimits, StateSealer};
 use airlock::tasks::{
-    EmbeddedStore, MemoryStore, RedisStore, TaskEvent, TaskRecord, TaskStatus, TaskStore, now_ms,
+    EmbeddedStore, MemoryStore, RedisStore, StoreLimits, TaskEvent, TaskRecord, TaskStatus,
+    TaskStore, now_ms,
 };
 use airlock_e2e::RedisServer;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
@@ -153,6 +154,7 @@ fn record(id: String) -> TaskRecord {
         input_requests: None,
         outcome: None,
         runnable: true,
+        due_since_ms: now,
         lease: None,
         version: 0,
     }
@@ -175,7 +177,7 @@ fn store_benches(c: &mut Criterion, rt: &Tokio, backend: &Backend) {
                     made += records.len() as u64;
                     let start = Instant::now();
                     for record in records {
-                        store.create(record, NO_LIMIT).await.unwrap();
+                        store.create(record, StoreLimits::NONE).await.unwrap();
                     }
                     timed += start.elapsed();
                 }
@@ -185,7 +187,10 @@ fn store_benches(c: &mut Criterion, rt: &Tokio, backend: &Backend) {
     });
     rt.block_on(async {
         backend.clear().await;
-        store.create(record("one".into()), NO_LIMIT).await.unwrap();
+        store
+            .create(record("one".into()), StoreLimits::NONE)
+            .await
+            .unwrap();
     });
     group.bench_function(BenchmarkId::new("get", backend.name), |b| {
         b.iter(|| rt.block_on(async { store.get("one").await.unwrap().unwrap() }))
@@ -197,7 +202,10 @@ fn store_benches(c: &mut Criterion, rt: &Tokio, backend: &Backend) {
                 let start = Instant::now();
                 for _ in 0..iters {
                     record.updated_at_ms += 1;
-                    assert!(store.replace(&record).await.unwrap(), "a fresh version");
+                    assert!(
+                        store.replace(&record, StoreLimits::NONE).await.unwrap(),
+                        "a fresh version"
+                    );
                     record.version += 1;
                 }
                 start.elapsed()

@@ -33,6 +33,8 @@ pub mod code {
     pub const MISSING_CAPABILITY: i64 = -32021;
     /// The protocol version is not supported.
     pub const UNSUPPORTED_VERSION: i64 = -32022;
+    /// A quota of the caller is used up (Airlock's own).
+    pub const QUOTA_EXCEEDED: i64 = -31429;
 }
 
 /// Every client capability a 2026-07-28 client can declare.

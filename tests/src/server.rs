@@ -496,6 +496,23 @@ impl HttpServer {
         });
     }
 
+    /// The text of `GET /metrics` of a server started with
+    /// `--metrics-listen` (its address is in the log).
+    pub fn scrape_metrics(&self) -> String {
+        self.wait_for_log("metrics at http://");
+        let log = self.stderr();
+        let url: String = log
+            .split("metrics at ")
+            .nth(1)
+            .expect("the line just waited for")
+            .chars()
+            .take_while(|c| !c.is_whitespace() && *c != '"')
+            .collect();
+        let reply = Http::new(&url).get();
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        reply.text()
+    }
+
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         self.proc.try_wait().is_none()

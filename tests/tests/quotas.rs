@@ -152,30 +152,13 @@ fn a_principal_over_its_rate_is_refused_until_its_bucket_refills() {
     assert_admitted(&sha256(&alice), "alice after the advised wait");
     assert_rate_refused(&sha256(&alice), "rate-limit", 4);
 
-    let metrics = scrape_metrics(&server);
+    let metrics = server.scrape_metrics();
     assert!(
         metrics
             .lines()
             .any(|line| line == "airlock_limit_hits_total{kind=\"rate\"} 3"),
         "three refusals counted:\n{metrics}"
     );
-}
-
-/// The text of `GET /metrics` of a server started with `--metrics-listen`
-/// (its address is in the log).
-fn scrape_metrics(server: &HttpServer) -> String {
-    server.wait_for_log("metrics at http://");
-    let log = server.stderr();
-    let url: String = log
-        .split("metrics at ")
-        .nth(1)
-        .expect("the line just waited for")
-        .chars()
-        .take_while(|c| !c.is_whitespace() && *c != '"')
-        .collect();
-    let reply = Http::new(&url).get();
-    assert_eq!(reply.status, 200, "{}", reply.text());
-    reply.text()
 }
 
 #[test]

@@ -2,7 +2,9 @@
 //! `everything` sample's task tools, driven as a client drives them
 //! (`tools/call` → `CreateTaskResult`, then `tasks/get`, `tasks/update`,
 //! `tasks/cancel`), over HTTP and stdio, on one host with its file store
-//! across a restart, and on three hosts sharing Redis.
+//! across a restart, and on hosts sharing Redis (a host that dies, one that
+//! stops and hands its rounds back); the per-caller quota and the store's
+//! bounds, and fair turns for tasks that checkpoint without end.
 
 use std::time::{Duration, Instant};
 
@@ -386,18 +388,12 @@ fn listen_to_task(client: &airlock_e2e::Http, id: &str) -> airlock_e2e::SseStrea
 }
 
 #[test]
-fn tasks_expire_after_their_ttl_and_are_bounded_per_caller() {
+fn tasks_expire_after_their_ttl_and_free_their_callers_room() {
     let server = serve(&["--task-ttl", "2s", "--max-tasks-per-principal", "1"]);
     let client = server.client();
-    let id = create(
-        &client,
-        "slow_compute",
-        json!({"seconds": 1, "label": "quick"}),
-    );
-    let full = client.call(&task_call(
-        "slow_compute",
-        json!({"seconds": 1, "label": "more"}),
-    ));
+    // Waiting for input: active until it expires.
+    let id = create(&client, "confirm_delete", json!({"filename": "a.txt"}));
+    let full = client.call(&task_call("confirm_delete", json!({"filename": "b.txt"})));
     assert!(
         error_message(&full).contains("Too many tasks"),
         "the second task is refused: {full}"
@@ -409,11 +405,156 @@ fn tasks_expire_after_their_ttl_and_are_bounded_per_caller() {
             .then_some(())
             .ok_or(response.to_string())
     });
-    create(
+    create(&client, "confirm_delete", json!({"filename": "c.txt"}));
+}
+
+/// The per-caller quota counts the tasks that work or wait for input, not
+/// the ended ones kept for reading; its refusal is the quota error naming
+/// the limit, counted in the metrics and logged.
+#[test]
+fn the_task_quota_counts_active_tasks_and_refuses_as_a_quota() {
+    let server = serve(&[
+        "--max-tasks-per-principal",
+        "2",
+        "--metrics-listen",
+        "127.0.0.1:0",
+    ]);
+    let client = server.client();
+    let waiting = create(&client, "confirm_delete", json!({"filename": "a.txt"}));
+    wait_status(&client, &waiting, "input_required");
+    let running = create(
         &client,
         "slow_compute",
-        json!({"seconds": 1, "label": "room again"}),
+        json!({"seconds": 60, "label": "long"}),
     );
+    let (id, reply) = client.send(
+        "tools/call",
+        task_call("slow_compute", json!({"seconds": 1, "label": "third"})).params(),
+    );
+    let body = reply.assert_error(429, code::QUOTA_EXCEEDED, Some(&id));
+    assert_eq!(
+        body["error"]["data"],
+        json!({"limit": "tasks-per-principal", "max": 2}),
+        "{body}"
+    );
+    server.wait_for_log("task store bound reached: request refused");
+    let metrics = server.scrape_metrics();
+    assert!(
+        metrics
+            .lines()
+            .any(|line| line == "airlock_limit_hits_total{kind=\"tasks_per_principal\"} 1"),
+        "the refusal is counted:\n{metrics}"
+    );
+    // Ended tasks stay readable and leave room for new ones.
+    task_request(&client, "tasks/cancel", &running, json!({}));
+    let key = get(&client, &waiting)["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    task_request(
+        &client,
+        "tasks/update",
+        &waiting,
+        json!({"inputResponses": {key: elicit("accept", Some(json!({"confirm": false})))}}),
+    );
+    wait_status(&client, &waiting, "completed");
+    for label in ["fourth", "fifth"] {
+        create(
+            &client,
+            "slow_compute",
+            json!({"seconds": 1, "label": label}),
+        );
+    }
+    assert_eq!(get(&client, &running)["status"], "cancelled");
+}
+
+/// The store holds at most `--max-stored-tasks` tasks of all callers,
+/// ended ones included; more are refused with the quota error.
+#[test]
+fn the_task_store_is_bounded_across_callers() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(
+        &tokens,
+        "alice-token-0123456789 alice\nbob-token-0123456789 bob\n",
+    )
+    .unwrap();
+    let server = serve(&[
+        "--tokens-file",
+        tokens.to_str().unwrap(),
+        "--max-stored-tasks",
+        "2",
+    ]);
+    let alice = server.client_with_token("alice-token-0123456789");
+    let bob = server.client_with_token("bob-token-0123456789");
+    let done = create(
+        &alice,
+        "slow_compute",
+        json!({"seconds": 0.1, "label": "a"}),
+    );
+    wait_status(&alice, &done, "completed");
+    create(&bob, "confirm_delete", json!({"filename": "b.txt"}));
+    let (id, reply) = bob.send(
+        "tools/call",
+        task_call("confirm_delete", json!({"filename": "c.txt"})).params(),
+    );
+    let body = reply.assert_error(429, code::QUOTA_EXCEEDED, Some(&id));
+    assert_eq!(
+        body["error"]["data"],
+        json!({"limit": "task-store-tasks", "max": 2}),
+        "{body}"
+    );
+}
+
+/// Tasks that checkpoint round after round take their turn with the
+/// others: with two running slots busy with ten endless tasks of two
+/// callers, the quick tasks of five other callers all run, while the
+/// endless ones still go on.
+#[test]
+fn tasks_that_checkpoint_without_end_do_not_starve_other_callers() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    let callers = ["hog-a", "hog-b", "q-1", "q-2", "q-3", "q-4", "q-5"];
+    let lines: String = callers
+        .iter()
+        .map(|name| format!("{name}-token-0123456789 {name}\n"))
+        .collect();
+    std::fs::write(&tokens, lines).unwrap();
+    let tools = ToolsDir::with(&["report"]);
+    let server = Airlock::new(&tools)
+        .args(["--tokens-file", tokens.to_str().unwrap()])
+        .args(["--max-running-tasks", "2"])
+        .start_http();
+    let client = |name: &str| server.client_with_token(&format!("{name}-token-0123456789"));
+    // One round per item: thousands of checkpoints each.
+    let endless = json!({"items": vec!["x"; 10_000], "sliceSize": 1});
+    let mut hogs = Vec::new();
+    for hog in ["hog-a", "hog-b"] {
+        for _ in 0..5 {
+            hogs.push((hog, create(&client(hog), "build_report", endless.clone())));
+        }
+    }
+    wait_until("the endless tasks to checkpoint", || {
+        let ended = server.stderr().matches("task round ended").count();
+        (ended >= 20).then_some(()).ok_or(format!("{ended} rounds"))
+    });
+    let quick: Vec<(&str, String)> = callers[2..]
+        .iter()
+        .map(|&name| {
+            let id = create(&client(name), "build_report", json!({"items": ["quick"]}));
+            (name, id)
+        })
+        .collect();
+    for (name, id) in &quick {
+        let done = wait_status(&client(name), id, "completed");
+        assert!(result_text(&done).contains("quick"), "{done}");
+    }
+    for (hog, id) in &hogs {
+        assert_eq!(get(&client(hog), id)["status"], "working", "{hog}'s task");
+    }
 }
 
 /// The options of a host keeping its tasks in `store` (a file path or a
@@ -592,6 +733,84 @@ fn a_host_that_stops_hands_its_rounds_back() {
         "{}",
         second.stderr()
     );
+}
+
+/// SIGTERM: the host stops claiming and hands its running round back at
+/// once, not after draining; another host sharing the store runs it as its
+/// first attempt while the first still drains, and runs the rounds due
+/// meanwhile.
+#[test]
+fn a_stopping_host_hands_its_rounds_back_as_it_starts_draining() {
+    let redis = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let shared = shared_store_args(dir.path(), &redis.url());
+    let mut args: Vec<&str> = shared.iter().map(String::as_str).collect();
+    let second = serve(&args);
+    // The second host is busy, so that the first claims the round.
+    let blockers: Vec<String> = (0..16)
+        .map(|_| {
+            create(
+                &second.client(),
+                "slow_compute",
+                json!({"seconds": 120, "label": "blocker"}),
+            )
+        })
+        .collect();
+    wait_until("the second host to run its own rounds", || {
+        let started = second.stderr().matches("task round started").count();
+        (started >= 16)
+            .then_some(())
+            .ok_or(format!("{started} started"))
+    });
+    args.extend(["--shutdown-drain-delay", "120s"]);
+    let mut first = serve(&args);
+    let id = create(
+        &first.client(),
+        "slow_compute",
+        json!({"seconds": 120, "label": "handed"}),
+    );
+    let started_on = |host: &HttpServer, id: &str| {
+        host.stderr()
+            .lines()
+            .find(|line| line.contains("task round started") && line.contains(id))
+            .map(str::to_owned)
+    };
+    wait_until("the first host to start the round", || {
+        started_on(&first, &id).ok_or_else(|| "not yet".to_owned())
+    });
+    assert!(
+        started_on(&first, &id).is_some_and(|line| line.contains("attempt=1")),
+        "{}",
+        first.stderr()
+    );
+    // Make room on the second host, then stop the first.
+    for blocker in &blockers {
+        task_request(&second.client(), "tasks/cancel", blocker, json!({}));
+    }
+    first.terminate();
+    first.wait_for_log("draining");
+    wait_until("the round to be handed back", || {
+        first
+            .stderr()
+            .lines()
+            .any(|line| line.contains("task round handed back") && line.contains(&id))
+            .then_some(())
+            .ok_or_else(|| first.stderr())
+    });
+    let taken = wait_until("the second host to take the round", || {
+        started_on(&second, &id).ok_or_else(|| "not yet".to_owned())
+    });
+    assert!(taken.contains("attempt=1"), "no attempt spent: {taken}");
+    // Rounds that become due now run on the second host only.
+    let later = create(
+        &second.client(),
+        "slow_compute",
+        json!({"seconds": 0.1, "label": "later"}),
+    );
+    wait_status(&second.client(), &later, "completed");
+    assert!(started_on(&first, &later).is_none(), "{}", first.stderr());
+    assert!(first.is_running(), "still draining: {}", first.stderr());
+    first.kill();
 }
 
 #[test]

@@ -26,10 +26,23 @@ pub struct TaskOptions {
     #[arg(long, value_name = "DURATION", default_value = "500ms",
           value_parser = values::duration(Duration::from_millis(10)))]
     pub task_poll_interval: Duration,
-    /// Most tasks one caller may have that have not expired; more are refused (HTTP 429).
-    #[arg(long, value_name = "N", default_value_t = 100,
+    /// Most tasks one caller may have working or waiting for input (ended tasks, kept for reading
+    /// until they expire, do not count); more are refused (-31429, HTTP 429). Without a tokens
+    /// file or JWTs every client is the one caller `anonymous`.
+    #[arg(long, value_name = "N", default_value_t = 1000,
           value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub max_tasks_per_principal: u64,
+    /// Most tasks the task store holds, of every caller, ended ones included until they expire
+    /// (--task-ttl); more are refused (-31429, HTTP 429).
+    #[arg(long, value_name = "N", default_value_t = 100_000,
+          value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    pub max_stored_tasks: u64,
+    /// Most bytes the task store's tasks hold together, counted as for --max-task-bytes; a task
+    /// that would pass it is refused (-31429, HTTP 429), and one whose round would grow past it
+    /// fails.
+    #[arg(long, value_name = "SIZE", default_value = "512MiB",
+          value_parser = values::size(1 << 20, 1 << 40))]
+    pub max_task_store_bytes: u64,
     /// Most task rounds this host runs at once; further due rounds wait in the store (for this
     /// host or another).
     #[arg(long, value_name = "N", default_value_t = 16,
@@ -54,6 +67,8 @@ impl TaskOptions {
             ttl: self.task_ttl,
             poll_interval: self.task_poll_interval,
             max_per_principal: saturate(self.max_tasks_per_principal),
+            max_stored_tasks: saturate(self.max_stored_tasks),
+            max_store_bytes: self.max_task_store_bytes,
             max_running: saturate(self.max_running_tasks),
             max_task_bytes: saturate(self.max_task_bytes),
             max_attempts: self.max_task_attempts,

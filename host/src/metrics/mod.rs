@@ -230,6 +230,11 @@ pub enum Limit {
     ToolRate,
     /// The sessions one principal may have open: `initialize` was refused.
     SessionsPerPrincipal,
+    /// The active tasks one principal may have: a task was refused.
+    TasksPerPrincipal,
+    /// The tasks or bytes the task store may hold: a task was refused, or
+    /// failed as it grew.
+    TaskStore,
 }
 
 impl Limit {
@@ -244,6 +249,8 @@ impl Limit {
             Limit::Rate => "rate",
             Limit::ToolRate => "tool_rate",
             Limit::SessionsPerPrincipal => "sessions_per_principal",
+            Limit::TasksPerPrincipal => "tasks_per_principal",
+            Limit::TaskStore => "task_store",
         }
     }
 }

@@ -409,7 +409,15 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     )
     .await?;
     tracing::info!("listening on http://{address}/mcp");
-    let served = http::serve(endpoint, settings, listener, shutdown_signal()).await;
+    let shutdown = {
+        let tasks = tasks.clone();
+        async move {
+            shutdown_signal().await;
+            // At once, not after the drain: other hosts run the rounds meanwhile.
+            tasks.stop_claiming();
+        }
+    };
+    let served = http::serve(endpoint, settings, listener, shutdown).await;
     tasks.hand_back().await;
     if let Some(traces) = traces {
         traces.shut_down().await;

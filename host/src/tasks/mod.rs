@@ -10,5 +10,6 @@ pub mod store;
 pub use embedded::EmbeddedStore;
 pub use redis::RedisStore;
 pub use store::{
-    Lease, MemoryStore, StoreError, TaskEvent, TaskRecord, TaskStatus, TaskStore, now_ms,
+    Bound, Lease, MemoryStore, StoreError, StoreLimits, TaskEvent, TaskRecord, TaskStatus,
+    TaskStore, now_ms,
 };

@@ -4,19 +4,27 @@
 //! Everything lives under the prefix `airlock:tasks:`:
 //! - `task:{id}`, a hash: the record as JSON (`record`), and beside it the
 //!   fields the scripts read and write: `version`, `attempts`, the lease
-//!   (`holder`, `until`), `expires` and `runnable` (`1` when a round is
-//!   due). A claim changes only those fields, so the scripts never rewrite
-//!   JSON; reading a task lays them over the JSON record. Redis deletes the
-//!   hash itself when the task expires (`PEXPIREAT`).
-//! - `owner:{owner}`, a sorted set of the owner's task ids scored by
-//!   expiry, to count their live tasks; it expires with their last task.
-//! - `due`, a sorted set of the ids whose round is due, scored by when they
-//!   may be claimed (the end of their lease, 0 when unleased), so a claim
-//!   reads only the entries up to now.
+//!   (`holder`, `until`), `expires`, `runnable` (`1` when a round is due)
+//!   and `queued` (its member of `due`). A claim changes only those fields,
+//!   so the scripts never rewrite JSON; reading a task lays them over the
+//!   JSON record. Redis deletes the hash itself when the task expires
+//!   (`PEXPIREAT`).
+//! - `owner:{owner}`, a sorted set of the owner's active task ids scored by
+//!   expiry, to count them; it expires with their last active task.
+//! - `due`, the due queue: a sorted set of the tasks whose round is due,
+//!   scored by when the round became claimable (when it became due, or the
+//!   end of its lease), each member the task id behind 16 hex digits of its
+//!   arrival number (`arrivals` counts them), so that rounds due at the same
+//!   millisecond sort in the order they arrived, and a claim reads the
+//!   oldest entries up to now.
+//! - `expiry`, a sorted set of every task id scored by expiry, to count the
+//!   tasks; `sizes`, a hash of each task's bytes; `bytes`, their sum.
+//!   Expired tasks leave them when a task is created or grows, and on
+//!   `sweep`.
 //!
 //! Creating, replacing and claiming are each one Lua script, atomic in
-//! Redis. The scripts touch several keys, so the store needs one Redis
-//! (or a primary with replicas), not a Redis Cluster.
+//! Redis, bounds included. The scripts touch several keys, so the store
+//! needs one Redis (or a primary with replicas), not a Redis Cluster.
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -27,14 +35,24 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig, PubSub};
 use redis::{AsyncCommands, Client, RedisError, RedisResult, Script};
 use tokio::sync::broadcast;
 
-use super::store::{EVENT_BUFFER, Lease, StoreError, TaskEvent, TaskRecord, TaskStore, now_ms};
+use super::store::{
+    Bound, EVENT_BUFFER, Lease, StoreError, StoreLimits, TaskEvent, TaskRecord, TaskStore, now_ms,
+};
 
 /// The key of a task's hash, without its id.
 const TASK_KEY: &str = "airlock:tasks:task:";
 /// The key of an owner's index, without the owner.
 const OWNER_KEY: &str = "airlock:tasks:owner:";
-/// The index of the tasks whose round is due.
+/// The due queue.
 const DUE_KEY: &str = "airlock:tasks:due";
+/// How many rounds have joined the due queue.
+const ARRIVALS_KEY: &str = "airlock:tasks:arrivals";
+/// Every task, by expiry.
+const EXPIRY_KEY: &str = "airlock:tasks:expiry";
+/// Each task's bytes.
+const SIZES_KEY: &str = "airlock:tasks:sizes";
+/// The bytes of all tasks.
+const BYTES_KEY: &str = "airlock:tasks:bytes";
 /// Where events are published.
 ///
 /// Plain pub/sub rather than keyspace notifications: it needs no server
@@ -48,10 +66,48 @@ const TIMEOUT: Duration = Duration::from_secs(5);
 /// The longest pause between two attempts to subscribe again.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
+/// The functions the scripts share.
+///
+/// `queue` puts task `id` (hash `task`) in its place in the due queue: where
+/// it is while its due time `from` is unchanged, at the back of the rounds
+/// due at `from` otherwise, out of the queue when `from` is nil.
+///
+/// `prune` forgets the tasks that expired at or before `now` from the
+/// expiry index and the byte count.
+const QUEUE_LUA: &str = r"
+local function queue(due, arrivals, task, id, from)
+  local member = redis.call('HGET', task, 'queued')
+  if member then
+    if from and tonumber(redis.call('ZSCORE', due, member)) == from then return end
+    redis.call('ZREM', due, member)
+  end
+  if not from then
+    redis.call('HDEL', task, 'queued')
+    return
+  end
+  member = string.format('%016x', redis.call('INCR', arrivals)) .. id
+  redis.call('ZADD', due, from, member)
+  redis.call('HSET', task, 'queued', member)
+end
+
+local function prune(expiry, sizes, bytes, now)
+  local expired = redis.call('ZRANGEBYSCORE', expiry, '-inf', now)
+  for _, id in ipairs(expired) do
+    local size = redis.call('HGET', sizes, id)
+    if size then
+      redis.call('DECRBY', bytes, size)
+      redis.call('HDEL', sizes, id)
+    end
+  end
+  if #expired > 0 then redis.call('ZREMRANGEBYSCORE', expiry, '-inf', now) end
+end
+";
+
 /// Writes a task's hash and its index entries (shared by `create` and
-/// `replace`). KEYS: the task, its owner's index, the due index. ARGV: id,
-/// record JSON, expires, attempts, lease holder and until ('' when none),
-/// claimable from ('' when no round is due).
+/// `replace`). KEYS: the task, its owner's index, the due queue, the
+/// arrivals, the expiry index, the sizes, the bytes. ARGV: id, record JSON,
+/// expires, attempts, lease holder and until ('' when none), claimable from
+/// ('' when no round is due), active ('1' or '0'), bytes.
 const STORE_LUA: &str = r"
 local function store(version)
   redis.call('HSET', KEYS[1], 'record', ARGV[2], 'version', version,
@@ -62,97 +118,128 @@ local function store(version)
     redis.call('HSET', KEYS[1], 'holder', ARGV[5], 'until', ARGV[6])
   end
   redis.call('PEXPIREAT', KEYS[1], ARGV[3])
-  redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-  local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
-  redis.call('PEXPIREAT', KEYS[2], last[2])
-  if ARGV[7] == '' then
-    redis.call('ZREM', KEYS[3], ARGV[1])
+  if ARGV[8] == '1' then
+    redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
   else
-    redis.call('ZADD', KEYS[3], ARGV[7], ARGV[1])
+    redis.call('ZREM', KEYS[2], ARGV[1])
   end
+  local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+  if last[2] then redis.call('PEXPIREAT', KEYS[2], last[2]) end
+  redis.call('ZADD', KEYS[5], ARGV[3], ARGV[1])
+  local old = redis.call('HGET', KEYS[6], ARGV[1]) or 0
+  redis.call('HSET', KEYS[6], ARGV[1], ARGV[9])
+  redis.call('INCRBY', KEYS[7], ARGV[9] - old)
+  queue(KEYS[3], KEYS[4], KEYS[1], ARGV[1], ARGV[7] ~= '' and tonumber(ARGV[7]) or nil)
 end
 ";
 
-/// Creates a task unless its owner has too many. ARGV beyond `store`'s:
-/// now, the most live tasks an owner may have. 1 if created, or if it
-/// exists already (ids are random: it is this create, repeated after a
-/// dropped connection).
+/// Creates a task within the bounds. ARGV beyond `store`'s: now, the most
+/// active tasks an owner may have, the most tasks, the most bytes. `ok` if
+/// created, or if it exists already (ids are random: it is this create,
+/// repeated after a dropped connection); else the bound that refused it:
+/// `active`, `tasks` or `bytes`.
 static CREATE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
-        "{STORE_LUA}
-if redis.call('EXISTS', KEYS[1]) == 1 then return 1 end
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[8])
-if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[9]) then return 0 end
+        "{QUEUE_LUA}{STORE_LUA}
+if redis.call('EXISTS', KEYS[1]) == 1 then return 'ok' end
+prune(KEYS[5], KEYS[6], KEYS[7], ARGV[10])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[10])
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[11]) then return 'active' end
+if redis.call('ZCARD', KEYS[5]) >= tonumber(ARGV[12]) then return 'tasks' end
+local stored = tonumber(redis.call('GET', KEYS[7]) or '0')
+if stored + tonumber(ARGV[9]) > tonumber(ARGV[13]) then return 'bytes' end
 store(1)
-return 1"
+return 'ok'"
     ))
 });
 
-/// Writes a task if its stored version is the one read. ARGV beyond
-/// `store`'s: the version read, the version to write. 1 if written, or if
-/// this very write is stored already (repeated after a dropped connection).
+/// Writes a task if its stored version is the one read, and, if it makes
+/// an active task larger, within the byte bound. ARGV beyond `store`'s: the version read, the
+/// version to write, now, the most bytes. `ok` if written, or if this very
+/// write is stored already (repeated after a dropped connection); `stale`
+/// if the version differs; `bytes` if the bound refused it.
 static REPLACE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
-        "{STORE_LUA}
+        "{QUEUE_LUA}{STORE_LUA}
 local stored = redis.call('HMGET', KEYS[1], 'version', 'record')
-if stored[1] == ARGV[9] and stored[2] == ARGV[2] then return 1 end
-if stored[1] ~= ARGV[8] then return 0 end
-store(ARGV[9])
-return 1"
+if stored[1] == ARGV[11] and stored[2] == ARGV[2] then return 'ok' end
+if stored[1] ~= ARGV[10] then return 'stale' end
+local old = tonumber(redis.call('HGET', KEYS[6], ARGV[1]) or '0')
+local new = tonumber(ARGV[9])
+if new > old and ARGV[8] == '1' then
+  prune(KEYS[5], KEYS[6], KEYS[7], ARGV[12])
+  local total = tonumber(redis.call('GET', KEYS[7]) or '0')
+  if total - old + new > tonumber(ARGV[13]) then return 'bytes' end
+end
+store(ARGV[11])
+return 'ok'"
     ))
 });
 
-/// Claims the first due round. KEYS: the due index. ARGV: now, holder,
-/// lease until, the task key prefix. The record's JSON, version and
-/// attempts, or nil. Every entry read either is claimed or leaves the range
-/// up to now, so the walk ends.
+/// Claims the round that has waited longest. KEYS: the due queue, the
+/// arrivals. ARGV: now, holder, lease until, the task key prefix. The
+/// record's JSON, version and attempts, or nil. Every entry read is
+/// claimed, leaves the queue, or goes back to it past now, so the walk
+/// ends. An entry of the first layout (a bare id, unnumbered) is queued
+/// anew.
 static CLAIM: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
+    Script::new(&format!(
+        r"{QUEUE_LUA}
 local now = tonumber(ARGV[1])
 while true do
-  local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, 16)
-  if #ids == 0 then return false end
-  for _, id in ipairs(ids) do
+  local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, 16)
+  if #members == 0 then return false end
+  for _, member in ipairs(members) do
+    local id = string.sub(member, 17)
     local key = ARGV[4] .. id
-    local task = redis.call('HMGET', key, 'runnable', 'expires', 'until')
-    if task[1] ~= '1' or tonumber(task[2]) <= now then
-      redis.call('ZREM', KEYS[1], id)
-    elseif task[3] and tonumber(task[3]) > now then
-      redis.call('ZADD', KEYS[1], task[3], id)
+    local task = redis.call('HMGET', key, 'queued', 'runnable', 'expires', 'until')
+    if task[1] ~= member then
+      redis.call('ZREM', KEYS[1], member)
+      local first = ARGV[4] .. member
+      if redis.call('HGET', first, 'runnable') == '1' then
+        queue(KEYS[1], KEYS[2], first, member, tonumber(redis.call('HGET', first, 'until') or '0'))
+      end
+    elseif task[2] ~= '1' or tonumber(task[3]) <= now then
+      queue(KEYS[1], KEYS[2], key, id, nil)
+    elseif task[4] and tonumber(task[4]) > now then
+      queue(KEYS[1], KEYS[2], key, id, tonumber(task[4]))
     else
       redis.call('HSET', key, 'holder', ARGV[2], 'until', ARGV[3])
       redis.call('HINCRBY', key, 'attempts', 1)
       redis.call('HINCRBY', key, 'version', 1)
-      redis.call('ZADD', KEYS[1], ARGV[3], id)
+      queue(KEYS[1], KEYS[2], key, id, tonumber(ARGV[3]))
       return redis.call('HMGET', key, 'record', 'version', 'attempts')
     end
   end
-end",
-    )
+end"
+    ))
 });
 
 /// How many due entries `sweep` reads per script (each script blocks Redis
 /// while it runs).
 const SWEEP_PAGE: u64 = 256;
 
-/// Drops the due entries of tasks that are gone, in one page of the due
-/// index. KEYS: the due index. ARGV: the rank to start at, how many to
-/// read, the task key prefix. How many were kept, and how many read.
+/// Forgets expired tasks from the counts (on the first page), and drops the
+/// due entries of tasks that are gone, in one page of the due queue. KEYS:
+/// the due queue, the expiry index, the sizes, the bytes. ARGV: the rank to
+/// start at, how many to read, the task key prefix, now. How many were
+/// kept, and how many read.
 static SWEEP: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-local ids = redis.call('ZRANGE', KEYS[1], ARGV[1], ARGV[1] + ARGV[2] - 1)
+    Script::new(&format!(
+        r"{QUEUE_LUA}
+if ARGV[1] == '0' then prune(KEYS[2], KEYS[3], KEYS[4], ARGV[4]) end
+local members = redis.call('ZRANGE', KEYS[1], ARGV[1], ARGV[1] + ARGV[2] - 1)
 local kept = 0
-for _, id in ipairs(ids) do
-  if redis.call('EXISTS', ARGV[3] .. id) == 0 then
-    redis.call('ZREM', KEYS[1], id)
-  else
+for _, member in ipairs(members) do
+  local queued = redis.call('HGET', ARGV[3] .. string.sub(member, 17), 'queued')
+  if queued == member or redis.call('EXISTS', ARGV[3] .. member) == 1 then
     kept = kept + 1
+  else
+    redis.call('ZREM', KEYS[1], member)
   end
 end
-return {kept, #ids}",
-    )
+return {{kept, #members}}"
+    ))
 });
 
 /// Tasks in Redis, for a fleet of hosts that share them.
@@ -226,14 +313,15 @@ impl RedisStore {
     }
 
     /// Runs `create` or `replace`'s script for `record`, stored with version
-    /// `version`; `extra` are the script's own arguments.
+    /// `version`; `extra` are the script's own arguments. What the script
+    /// answers (`ok`, or why not).
     async fn store(
         &self,
         script: &Script,
         record: &TaskRecord,
         version: u64,
-        extra: [u64; 2],
-    ) -> Result<bool, StoreError> {
+        extra: &[u64],
+    ) -> Result<String, StoreError> {
         let mut stored = record.clone();
         stored.version = version;
         let json = serde_json::to_string(&stored).map_err(|e| self.failed("encoding", e))?;
@@ -249,6 +337,10 @@ impl RedisStore {
             .key(format!("{TASK_KEY}{}", record.id))
             .key(format!("{OWNER_KEY}{}", record.owner))
             .key(DUE_KEY)
+            .key(ARRIVALS_KEY)
+            .key(EXPIRY_KEY)
+            .key(SIZES_KEY)
+            .key(BYTES_KEY)
             .arg(&record.id)
             .arg(json)
             .arg(record.expires_at_ms)
@@ -256,15 +348,16 @@ impl RedisStore {
             .arg(holder)
             .arg(until)
             .arg(claimable_from)
-            .arg(extra[0])
-            .arg(extra[1]);
-        let written: u8 = self
-            .request("writing a task", |mut c| {
-                let invocation = &invocation;
-                async move { invocation.invoke_async(&mut c).await }
-            })
-            .await?;
-        Ok(written == 1)
+            .arg(if record.status.is_active() { "1" } else { "0" })
+            .arg(record.stored_bytes());
+        for arg in extra {
+            invocation.arg(arg);
+        }
+        self.request("writing a task", |mut c| {
+            let invocation = &invocation;
+            async move { invocation.invoke_async(&mut c).await }
+        })
+        .await
     }
 
     /// The record from its JSON and the fields a claim changes.
@@ -374,13 +467,25 @@ impl TaskStore for RedisStore {
     fn create(
         &self,
         record: TaskRecord,
-        max_per_owner: usize,
+        limits: StoreLimits,
     ) -> BoxFuture<'_, Result<(), StoreError>> {
         Box::pin(async move {
-            let limit = u64::try_from(max_per_owner).unwrap_or(u64::MAX);
-            match self.store(&CREATE, &record, 1, [now_ms(), limit]).await? {
-                true => Ok(()),
-                false => Err(StoreError::Full { max: max_per_owner }),
+            let bounds = [
+                now_ms(),
+                limits.active_per_owner,
+                limits.tasks,
+                limits.bytes,
+            ];
+            match self.store(&CREATE, &record, 1, &bounds).await?.as_str() {
+                "ok" => Ok(()),
+                "active" => Err(StoreError::Full(Bound::ActivePerOwner(
+                    limits.active_per_owner,
+                ))),
+                "tasks" => Err(StoreError::Full(Bound::Tasks(limits.tasks))),
+                "bytes" => Err(StoreError::Full(Bound::Bytes(limits.bytes))),
+                other => {
+                    Err(self.failed("creating a task", format!("unexpected answer {other:?}")))
+                }
             }
         })
     }
@@ -415,11 +520,24 @@ impl TaskStore for RedisStore {
         })
     }
 
-    fn replace<'a>(&'a self, record: &'a TaskRecord) -> BoxFuture<'a, Result<bool, StoreError>> {
+    fn replace<'a>(
+        &'a self,
+        record: &'a TaskRecord,
+        limits: StoreLimits,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
             let read = record.version;
-            self.store(&REPLACE, record, read + 1, [read, read + 1])
-                .await
+            let extra = [read, read + 1, now_ms(), limits.bytes];
+            match self
+                .store(&REPLACE, record, read + 1, &extra)
+                .await?
+                .as_str()
+            {
+                "ok" => Ok(true),
+                "stale" => Ok(false),
+                "bytes" => Err(StoreError::Full(Bound::Bytes(limits.bytes))),
+                other => Err(self.failed("writing a task", format!("unexpected answer {other:?}"))),
+            }
         })
     }
 
@@ -433,6 +551,7 @@ impl TaskStore for RedisStore {
             let mut invocation = CLAIM.prepare_invoke();
             invocation
                 .key(DUE_KEY)
+                .key(ARRIVALS_KEY)
                 .arg(now_ms)
                 .arg(holder)
                 .arg(until_ms)
@@ -472,19 +591,24 @@ impl TaskStore for RedisStore {
         self.events.subscribe()
     }
 
-    /// Redis expires the records itself; this drops the due entries of
-    /// tasks that are gone, a page at a time (owners' indexes are pruned
-    /// when they create a task, and expire with their last task).
-    fn sweep(&self, _now_ms: u64) -> BoxFuture<'_, Result<(), StoreError>> {
+    /// Redis expires the records itself; this forgets expired tasks from
+    /// the counts and drops the due entries of tasks that are gone, a page
+    /// at a time (owners' indexes are pruned when they create a task, and
+    /// expire with their last active task).
+    fn sweep(&self, now_ms: u64) -> BoxFuture<'_, Result<(), StoreError>> {
         Box::pin(async move {
             let mut start = 0;
             loop {
                 let mut invocation = SWEEP.prepare_invoke();
                 invocation
                     .key(DUE_KEY)
+                    .key(EXPIRY_KEY)
+                    .key(SIZES_KEY)
+                    .key(BYTES_KEY)
                     .arg(start)
                     .arg(SWEEP_PAGE)
-                    .arg(TASK_KEY);
+                    .arg(TASK_KEY)
+                    .arg(now_ms);
                 let (kept, read): (u64, u64) = self
                     .request("sweeping the due index", |mut c| {
                         let invocation = &invocation;
@@ -547,7 +671,7 @@ mod tests {
         let second = RedisStore::connect(&server.url()).await.unwrap();
         let mut heard = second.events();
         first
-            .create(contract::task("shared", "alice"), 10)
+            .create(contract::task("shared", "alice"), StoreLimits::NONE)
             .await
             .unwrap();
         first
@@ -580,22 +704,53 @@ mod tests {
         let server = Server::start();
         let store = RedisStore::connect(&server.url()).await.unwrap();
         store
-            .create(contract::task("t", "alice"), 10)
+            .create(contract::task("t", "alice"), StoreLimits::NONE)
             .await
             .unwrap();
         let mut waiting = store.get("t").await.unwrap().unwrap();
         waiting.status = TaskStatus::InputRequired;
         waiting.runnable = false;
-        assert!(store.replace(&waiting).await.unwrap());
+        assert!(store.replace(&waiting, StoreLimits::NONE).await.unwrap());
         assert_eq!(due_entries(&server).await, 0);
 
         let mut short = contract::task("short", "alice");
         short.expires_at_ms = now_ms() + 50;
-        store.create(short, 10).await.unwrap();
+        store.create(short, StoreLimits::NONE).await.unwrap();
         assert_eq!(due_entries(&server).await, 1);
         tokio::time::sleep(Duration::from_millis(100)).await;
         store.sweep(now_ms()).await.unwrap();
         assert_eq!(due_entries(&server).await, 0, "the expired task's entry");
+    }
+
+    #[tokio::test]
+    async fn rounds_queued_by_the_first_layout_are_still_claimed() {
+        let server = Server::start();
+        let store = RedisStore::connect(&server.url()).await.unwrap();
+        // The first layout: no `queued` field, the bare id in `due`, scored 0.
+        let record = contract::task("old", "alice");
+        let client = Client::open(server.url()).unwrap();
+        let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+        let _: () = connection
+            .hset_multiple(
+                format!("{TASK_KEY}old"),
+                &[
+                    ("record", serde_json::to_string(&record).unwrap()),
+                    ("version", "1".to_owned()),
+                    ("expires", record.expires_at_ms.to_string()),
+                    ("attempts", "0".to_owned()),
+                    ("runnable", "1".to_owned()),
+                ],
+            )
+            .await
+            .unwrap();
+        let _: () = connection.zadd(DUE_KEY, "old", 0).await.unwrap();
+        store.sweep(now_ms()).await.unwrap();
+        assert_eq!(due_entries(&server).await, 1, "kept by the sweep");
+        let claimed = store
+            .claim("host", now_ms(), now_ms() + 10_000)
+            .await
+            .unwrap();
+        assert_eq!(claimed.expect("claimed").attempts, 1);
     }
 
     #[tokio::test]

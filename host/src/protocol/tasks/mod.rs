@@ -27,14 +27,17 @@ use std::time::Duration;
 
 use ring::rand::{SecureRandom, SystemRandom};
 use serde_json::{Map, Value, json};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::{Notify, Semaphore, watch};
 
 use super::answer::Answer;
 use super::context::Services;
 use super::envelope::{self, ClientCapabilities, MirroredHeaders, RequestMeta, TASKS_EXTENSION};
 use super::jsonrpc::{Request, RpcError, required_str};
 use super::wire;
-use crate::tasks::{StoreError, TaskEvent, TaskRecord, TaskStatus, TaskStore, now_ms};
+use crate::metrics;
+use crate::tasks::{
+    Bound, StoreError, StoreLimits, TaskEvent, TaskRecord, TaskStatus, TaskStore, now_ms,
+};
 pub use payload::TaskPayload;
 pub(super) use round::{RoundEnd, run as run_round};
 
@@ -45,8 +48,15 @@ pub struct TaskSettings {
     pub ttl: Duration,
     /// How often clients are asked to poll (`pollIntervalMs`).
     pub poll_interval: Duration,
-    /// Most unexpired tasks one principal may have.
+    /// Most active tasks (working or waiting for input) one principal may
+    /// have.
     pub max_per_principal: usize,
+    /// Most tasks the store holds, of every principal, ended ones included,
+    /// until they expire.
+    pub max_stored_tasks: usize,
+    /// Most bytes the store's tasks hold together (as counted for
+    /// `max_task_bytes`).
+    pub max_store_bytes: u64,
     /// Most task rounds this host runs at once.
     pub max_running: usize,
     /// Most bytes one task may store (its sealed state and answers, its
@@ -57,12 +67,25 @@ pub struct TaskSettings {
     pub max_attempts: u32,
 }
 
+impl TaskSettings {
+    /// The bounds of the store these settings give.
+    pub fn store_limits(&self) -> StoreLimits {
+        StoreLimits {
+            active_per_owner: u64::try_from(self.max_per_principal).unwrap_or(u64::MAX),
+            tasks: u64::try_from(self.max_stored_tasks).unwrap_or(u64::MAX),
+            bytes: self.max_store_bytes,
+        }
+    }
+}
+
 impl Default for TaskSettings {
     fn default() -> Self {
         TaskSettings {
             ttl: Duration::from_secs(3600),
             poll_interval: Duration::from_millis(500),
-            max_per_principal: 100,
+            max_per_principal: 1000,
+            max_stored_tasks: 100_000,
+            max_store_bytes: 512 << 20,
             max_running: 16,
             max_task_bytes: 1 << 20,
             max_attempts: 3,
@@ -83,6 +106,8 @@ pub struct Tasks {
     slots: Arc<Semaphore>,
     /// Notified when a round ends here and frees its slot.
     freed: Notify,
+    /// Turns `true` when this host stops claiming rounds (it shuts down).
+    stopping: watch::Sender<bool>,
 }
 
 /// What a call that goes on as a task starts from.
@@ -116,6 +141,7 @@ impl Tasks {
             running: Mutex::default(),
             slots,
             freed: Notify::new(),
+            stopping: watch::Sender::new(false),
         }
     }
 
@@ -162,6 +188,7 @@ impl Tasks {
             input_requests: None,
             outcome: None,
             runnable: true,
+            due_since_ms: now,
             lease: None,
             version: 0,
         };
@@ -172,9 +199,9 @@ impl Tasks {
             )));
         }
         self.store
-            .create(record.clone(), self.settings.max_per_principal)
+            .create(record.clone(), self.settings.store_limits())
             .await
-            .map_err(store_error)?;
+            .map_err(|error| store_error(error, start.owner))?;
         tracing::info!(task = %id, tool = start.tool, principal = start.owner, "task created");
         crate::metrics::task_created();
         self.announce(&id, true).await;
@@ -245,6 +272,7 @@ impl Tasks {
                 record.status = TaskStatus::Working;
                 record.input_requests = None;
                 record.runnable = true;
+                record.due_since_ms = now_ms();
             } else {
                 record.input_requests = Some(Value::Object(asked).to_string());
             }
@@ -255,7 +283,11 @@ impl Tasks {
                     self.settings.max_task_bytes
                 )));
             }
-            if self.store.replace(&record).await.map_err(store_error)? {
+            if self
+                .replace(&record)
+                .await
+                .map_err(|error| store_error(error, principal))?
+            {
                 self.announce(id, complete).await;
                 return Ok(acknowledged());
             }
@@ -281,8 +313,14 @@ impl Tasks {
             record.runnable = false;
             record.lease = None;
             record.input_requests = None;
+            // Its state is never needed again.
+            record.sealed = Vec::new();
             record.updated_at_ms = now_ms();
-            if self.store.replace(&record).await.map_err(store_error)? {
+            if self
+                .replace(&record)
+                .await
+                .map_err(|error| store_error(error, principal))?
+            {
                 tracing::info!(task = %id, tool = %record.tool, "task cancelled");
                 self.interrupt(id);
                 if let Err(error) = self
@@ -311,10 +349,19 @@ impl Tasks {
         self.store.events()
     }
 
+    /// Writes `record` in place of the version it was read from, within
+    /// the store's byte bound ([`TaskStore::replace`]).
+    async fn replace(&self, record: &TaskRecord) -> Result<bool, StoreError> {
+        self.store
+            .replace(record, self.settings.store_limits())
+            .await
+    }
+
     /// The task `id` if `principal` owns it; otherwise the error of an
     /// unknown id, so that nobody learns whether another's task exists.
     async fn owned(&self, id: &str, principal: &str) -> Result<TaskRecord, RpcError> {
-        match self.store.get(id).await.map_err(store_error)? {
+        let found = self.store.get(id).await;
+        match found.map_err(|error| store_error(error, principal))? {
             Some(record) if record.owner == principal => Ok(record),
             _ => Err(RpcError::invalid_params(format!(
                 "Invalid params: unknown taskId {id:?}"
@@ -390,19 +437,65 @@ fn busy_task(id: &str) -> RpcError {
     .with_status(503)
 }
 
-/// A store's failure, as the client sees it.
-fn store_error(error: StoreError) -> RpcError {
+/// A store's failure, as `principal` sees it: a bound of the store is a
+/// quota refusal (-31429, counted and logged), anything else a failure of
+/// the store.
+fn store_error(error: StoreError, principal: &str) -> RpcError {
     match error {
-        StoreError::Full { max } => RpcError::internal(format!(
-            "Too many tasks: a caller may have at most {max} that have not expired; \
-             wait for some to expire"
-        ))
-        .with_status(429),
+        StoreError::Full(bound) => {
+            tracing::info!(principal, %bound, "task store bound reached: request refused");
+            over_bound(bound)
+        }
         StoreError::Unavailable(why) => {
             tracing::warn!(why, "the task store failed");
             RpcError::internal("The task store is unavailable; try again").with_status(503)
         }
     }
+}
+
+/// `error` as the JSON-RPC error object a failed task holds.
+pub(super) fn error_object(error: &RpcError) -> Value {
+    let mut object = json!({ "code": error.code, "message": error.message });
+    if let Some(data) = &error.data {
+        object["data"] = data.clone();
+    }
+    object
+}
+
+/// The quota refusal for a write `bound` refused, counted in
+/// `airlock_limit_hits_total`: its `data` names the limit and its maximum.
+pub(super) fn over_bound(bound: Bound) -> RpcError {
+    let (kind, limit, max, message) = match bound {
+        Bound::ActivePerOwner(max) => (
+            metrics::Limit::TasksPerPrincipal,
+            "tasks-per-principal",
+            max,
+            format!(
+                "Too many tasks: a caller may have at most {max} working or waiting for input; \
+                 wait for one to end, or cancel one"
+            ),
+        ),
+        Bound::Tasks(max) => (
+            metrics::Limit::TaskStore,
+            "task-store-tasks",
+            max,
+            format!(
+                "The task store is full: it holds at most {max} tasks until they expire; \
+                 try again later"
+            ),
+        ),
+        Bound::Bytes(max) => (
+            metrics::Limit::TaskStore,
+            "task-store-bytes",
+            max,
+            format!(
+                "The task store is full: its tasks may hold at most {max} bytes until they \
+                 expire; try again later"
+            ),
+        ),
+    };
+    metrics::limit_hit(kind);
+    RpcError::quota_exceeded(message).with_data(json!({ "limit": limit, "max": max }))
 }
 
 /// 128 random bits, as 32 hex digits: task ids and host ids.

@@ -154,9 +154,5 @@ fn completed(answer: Answer) -> RoundEnd {
 
 /// The task fails with `error`.
 fn failed(error: &RpcError) -> RoundEnd {
-    let mut object = json!({ "code": error.code, "message": error.message });
-    if let Some(data) = &error.data {
-        object["data"] = data.clone();
-    }
-    RoundEnd::Failed(object)
+    RoundEnd::Failed(super::error_object(error))
 }

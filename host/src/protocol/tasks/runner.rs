@@ -9,17 +9,21 @@
 //! at once through the store's events, or at the next renewal
 //! ([`CHECK_EVERY`]) if an event was lost. A round's outcome is written
 //! only if the task is still this host's to run.
+//!
+//! When the host is told to shut down, it stops claiming at once and hands
+//! the rounds running here back to the store ([`Tasks::stop_claiming`]):
+//! each is stopped and made due again, without counting the attempt, for
+//! another host (or this one, restarted) to run while this one drains.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{Notify, OwnedSemaphorePermit, broadcast};
 
-use super::Tasks;
-use super::payload;
 use super::round::RoundEnd;
+use super::{Tasks, error_object, over_bound, payload};
 use crate::protocol::Server;
-use crate::tasks::{Lease, TaskEvent, TaskRecord, TaskStatus, now_ms};
+use crate::tasks::{Lease, StoreError, TaskEvent, TaskRecord, TaskStatus, now_ms};
 
 /// How long a claimed round is this host's without renewal.
 pub const LEASE: Duration = Duration::from_secs(10);
@@ -40,6 +44,7 @@ impl Tasks {
     pub async fn run(self: Arc<Self>, server: Arc<Server>) {
         let mut events = self.store.events();
         let mut shutdown = server.shutting_down();
+        let mut stopping = self.stopping.subscribe();
         let mut look = tokio::time::interval(LOOK_EVERY);
         look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut last_sweep = std::time::Instant::now();
@@ -58,6 +63,7 @@ impl Tasks {
                 _ = look.tick() => {}
                 () = self.freed.notified() => {}
                 _ = shutdown.wait_for(|down| *down) => return,
+                _ = stopping.wait_for(|stopping| *stopping) => return,
             }
             self.start_due_rounds(&server).await;
             if last_sweep.elapsed() >= SWEEP_EVERY {
@@ -69,9 +75,13 @@ impl Tasks {
         }
     }
 
-    /// Claims due rounds while this host has room for them, and starts each.
+    /// Claims due rounds while this host has room for them and is not
+    /// stopping, and starts each.
     async fn start_due_rounds(self: &Arc<Self>, server: &Arc<Server>) {
         loop {
+            if *self.stopping.borrow() {
+                return;
+            }
             let Ok(permit) = self.slots.clone().try_acquire_owned() else {
                 return;
             };
@@ -116,10 +126,24 @@ impl Tasks {
             return;
         }
         let stop = Arc::new(Notify::new());
-        self.running
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(id.clone(), stop.clone());
+        // Under the lock `stop_claiming` takes: a round claimed as the host
+        // began to stop is either in `running` when it stops them all, or
+        // handed back here.
+        let started = {
+            let mut running = self
+                .running
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let stopping = *self.stopping.borrow();
+            if !stopping {
+                running.insert(id.clone(), stop.clone());
+            }
+            !stopping
+        };
+        if !started {
+            self.give_back(&id).await;
+            return;
+        }
         tracing::info!(task = %id, tool = %record.tool, round = record.round + 1, attempt = record.attempts, "task round started");
         let mut held = record.clone();
         let outcome = tokio::select! {
@@ -133,6 +157,7 @@ impl Tasks {
             .remove(&id);
         match outcome {
             Some(end) => self.finish(server, held, end).await,
+            None if *self.stopping.borrow() => self.give_back(&id).await,
             None => {
                 tracing::info!(task = %id, "task round stopped: the task was cancelled or is no longer this host's")
             }
@@ -159,39 +184,70 @@ impl Tasks {
                 holder: self.host.clone(),
                 until_ms: now_ms() + super::millis(LEASE),
             });
-            if let Ok(true) = self.store.replace(&renewed).await {
+            if let Ok(true) = self.replace(&renewed).await {
                 renewed.version += 1;
                 *held = renewed;
             }
         }
     }
 
-    /// Stops the rounds running here and hands them back to the store, due
-    /// at once, so that another host (or this one, restarted) runs them
-    /// without waiting for their leases to run out. Called when the server
-    /// shuts down; a round handed back does not count as an attempt.
-    pub async fn hand_back(&self) {
-        let running: Vec<(String, Arc<Notify>)> = self
+    /// Stops claiming rounds, and stops the rounds running here: each hands
+    /// itself back to the store, due again without counting the attempt.
+    /// Called as soon as the server is told to shut down, so that other
+    /// hosts run those rounds while this one drains its requests.
+    pub fn stop_claiming(&self) {
+        let running = self
             .running
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .drain()
-            .collect();
-        for (id, stop) in running {
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if self.stopping.send_replace(true) {
+            return;
+        }
+        tracing::info!(
+            rounds = running.len(),
+            "shutting down: claiming no more task rounds, handing back those running here"
+        );
+        for stop in running.values() {
             stop.notify_one();
-            for _ in 0..super::WRITE_ATTEMPTS {
-                let Ok(Some(mut current)) = self.store.get(&id).await else {
-                    break;
-                };
-                if !self.holds(&current) {
-                    break;
+        }
+    }
+
+    /// [`stop_claiming`](Self::stop_claiming), then waits until every round
+    /// of this host has been handed back or has ended. Called when the
+    /// server has shut down.
+    pub async fn hand_back(&self) {
+        self.stop_claiming();
+        let slots = u32::try_from(self.settings.max_running.max(1)).unwrap_or(u32::MAX);
+        // Every round holds a slot until it is written back.
+        drop(self.slots.acquire_many(slots).await);
+    }
+
+    /// Hands the round of task `id`, stopped, back to the store: due again
+    /// at its place in the queue, without counting the attempt this host
+    /// made, and announced to every host.
+    async fn give_back(&self, id: &str) {
+        for _ in 0..super::WRITE_ATTEMPTS {
+            let mut current = match self.store.get(id).await {
+                Ok(Some(current)) if self.holds(&current) => current,
+                // Ended, cancelled or taken over meanwhile: nothing to hand back.
+                Ok(_) => return,
+                Err(error) => {
+                    tracing::warn!(task = %id, %error, "cannot hand a task round back; it runs again once its lease runs out");
+                    return;
                 }
-                current.lease = None;
-                current.attempts = current.attempts.saturating_sub(1);
-                if let Ok(true) = self.store.replace(&current).await {
-                    tracing::info!(task = %id, "task round handed back");
-                    self.announce(&id, true).await;
-                    break;
+            };
+            current.lease = None;
+            current.attempts = current.attempts.saturating_sub(1);
+            match self.replace(&current).await {
+                Ok(true) => {
+                    tracing::info!(task = %id, round = current.round + 1, "task round handed back: this host is shutting down");
+                    self.announce(id, true).await;
+                    return;
+                }
+                Ok(false) => {}
+                Err(error) => {
+                    tracing::warn!(task = %id, %error, "cannot hand a task round back; it runs again once its lease runs out");
+                    return;
                 }
             }
         }
@@ -207,8 +263,10 @@ impl Tasks {
     }
 
     /// Writes what a round made of its task, if the task is still this
-    /// host's; tells listeners and, when a round is due, every host.
-    async fn finish(&self, server: &Server, held: TaskRecord, end: RoundEnd) {
+    /// host's; tells listeners and, when a round is due, every host. A
+    /// round whose outcome would take the store past its byte bound fails
+    /// its task with the quota error instead.
+    async fn finish(&self, server: &Server, held: TaskRecord, mut end: RoundEnd) {
         let id = held.id.clone();
         for _ in 0..super::WRITE_ATTEMPTS {
             let current = match self.store.get(&id).await {
@@ -226,28 +284,25 @@ impl Tasks {
             let due = match self.apply(server, &mut next, &end) {
                 Ok(due) => due,
                 Err(message) => {
-                    next.status = TaskStatus::Failed;
-                    next.outcome = Some(
-                        serde_json::json!({
-                            "code": crate::protocol::jsonrpc::codes::INTERNAL_ERROR,
-                            "message": message,
-                        })
-                        .to_string(),
-                    );
-                    next.input_requests = None;
-                    next.runnable = false;
+                    let error = crate::protocol::jsonrpc::RpcError::internal(message);
+                    fail(&mut next, &error_object(&error));
                     false
                 }
             };
             next.lease = None;
             next.updated_at_ms = now_ms();
-            match self.store.replace(&next).await {
+            match self.replace(&next).await {
                 Ok(true) => {
                     tracing::info!(task = %id, status = next.status.as_str(), "task round ended");
                     self.announce(&id, due).await;
                     return;
                 }
-                Ok(false) => continue,
+                Ok(false) => {}
+                Err(StoreError::Full(bound)) => {
+                    tracing::warn!(task = %id, %bound, "a task round's outcome does not fit in the task store; the task fails");
+                    // Ending a task is never refused.
+                    end = RoundEnd::Failed(error_object(&over_bound(bound)));
+                }
                 Err(error) => {
                     tracing::warn!(task = %id, %error, "cannot write a task round's outcome; another host runs the round again");
                     return;
@@ -274,12 +329,12 @@ impl Tasks {
                 record.status = TaskStatus::Completed;
                 record.outcome = Some(result.to_string());
                 record.runnable = false;
+                // Its state is never needed again.
+                record.sealed = Vec::new();
                 false
             }
             RoundEnd::Failed(error) => {
-                record.status = TaskStatus::Failed;
-                record.outcome = Some(error.to_string());
-                record.runnable = false;
+                fail(record, error);
                 false
             }
             RoundEnd::InputRequired { requests, payload } => {
@@ -296,11 +351,14 @@ impl Tasks {
                 record.round += 1;
                 record.attempts = 0;
                 record.runnable = true;
+                // The back of the due queue: rounds that waited go first.
+                record.due_since_ms = now_ms();
                 true
             }
             RoundEnd::Deferred => {
-                // Not an attempt: the round never started. Still due, but
-                // left for the next look rather than claimed again at once.
+                // Not an attempt: the round never started. Still due at its
+                // place in the queue, but left for the next look rather than
+                // claimed again at once.
                 record.attempts = record.attempts.saturating_sub(1);
                 false
             }
@@ -313,4 +371,14 @@ impl Tasks {
         }
         Ok(due)
     }
+}
+
+/// Ends `record` as failed with `error` (a JSON-RPC error object); its state
+/// is never needed again.
+fn fail(record: &mut TaskRecord, error: &serde_json::Value) {
+    record.status = TaskStatus::Failed;
+    record.outcome = Some(error.to_string());
+    record.input_requests = None;
+    record.runnable = false;
+    record.sealed = Vec::new();
 }

@@ -93,6 +93,7 @@ mod tests {
             input_requests: Some(r#"{"r2.confirm":{"method":"roots/list","params":{}}}"#.into()),
             outcome: Some(r#"{"resultType":"complete","content":[]}"#.into()),
             runnable: false,
+            due_since_ms: 0,
             lease: None,
             version: 3,
         }
