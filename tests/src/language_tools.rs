@@ -12,6 +12,7 @@
 use std::fs;
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use ring::digest;
 use serde_json::{Value, json};
@@ -23,6 +24,11 @@ use crate::mcp::{
 };
 use crate::paths::target_dir;
 use crate::{Airlock, McpClient, ToolCall, ToolsDir, all_caps, code, no_caps, run_airlock};
+
+/// How long the start that compiles a component (and fills the cache) may
+/// take before the test gives up: a hang guard, not a speed target (one
+/// component takes tens of seconds to compile on a busy 2-core machine).
+const COMPILE_TIMEOUT: Duration = Duration::from_secs(900);
 
 /// The components one language's build script makes.
 pub struct LanguageTools {
@@ -100,7 +106,11 @@ impl LanguageTools {
             self.prune_cache();
         }
         if !warmed.contains(&name) {
-            drop(self.server_on(&tools).start_http());
+            drop(
+                self.server_on(&tools)
+                    .start_within(COMPILE_TIMEOUT)
+                    .start_http(),
+            );
             warmed.push(name);
         }
         self.server_on(&tools)

@@ -124,6 +124,7 @@ pub struct Airlock {
     envs: Vec<(OsString, OsString)>,
     cache: bool,
     listen: Option<String>,
+    start_timeout: Duration,
 }
 
 impl Airlock {
@@ -136,6 +137,7 @@ impl Airlock {
             envs: Vec::new(),
             cache: false,
             listen: None,
+            start_timeout: START_TIMEOUT,
         }
     }
 
@@ -149,6 +151,7 @@ impl Airlock {
             envs: Vec::new(),
             cache: false,
             listen: None,
+            start_timeout: START_TIMEOUT,
         }
     }
 
@@ -179,6 +182,14 @@ impl Airlock {
     /// Lets the caller pass `--cache-dir` instead of the default `--no-cache`.
     pub fn with_cache(mut self) -> Self {
         self.cache = true;
+        self
+    }
+
+    /// Waits up to `timeout` for the server to listen, instead of
+    /// [`START_TIMEOUT`]: for a start that compiles large components (tens
+    /// of seconds each on a busy machine) before it listens.
+    pub fn start_within(mut self, timeout: Duration) -> Self {
+        self.start_timeout = timeout;
         self
     }
 
@@ -223,7 +234,7 @@ impl Airlock {
         let mut cmd = self.command(false);
         cmd.stdin(Stdio::null()).stdout(Stdio::piped());
         let mut proc = Proc::spawn(cmd, self.tools.clone());
-        let url = proc.wait_for_listening();
+        let url = proc.wait_for_listening(self.start_timeout);
         HttpServer { proc, url }
     }
 
@@ -357,8 +368,8 @@ impl Proc {
         self.child.stdout.take()
     }
 
-    fn wait_for_listening(&mut self) -> String {
-        let deadline = Instant::now() + START_TIMEOUT;
+    fn wait_for_listening(&mut self, timeout: Duration) -> String {
+        let deadline = Instant::now() + timeout;
         loop {
             if let Some(url) = listening_url(&self.stderr()) {
                 // Drain stdout so the process never blocks writing to it.
@@ -382,7 +393,7 @@ impl Proc {
             }
             assert!(
                 Instant::now() < deadline,
-                "airlock did not print `listening on` within {START_TIMEOUT:?}; stderr:\n{}",
+                "airlock did not print `listening on` within {timeout:?}; stderr:\n{}",
                 self.stderr()
             );
             thread::sleep(Duration::from_millis(20));
