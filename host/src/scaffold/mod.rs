@@ -33,16 +33,16 @@ pub enum SdkSource {
 
 /// The templates, by the path of the file each one becomes.
 const TEMPLATES: [(&str, &str); 5] = [
-    ("Cargo.toml", include_str!("scaffold/Cargo.toml.template")),
+    ("Cargo.toml", include_str!("Cargo.toml.template")),
     // How the component is linked: the very file this repository's own
     // guests are built with.
     (
         ".cargo/config.toml",
-        include_str!("../../.cargo/config.toml"),
+        include_str!("../../../.cargo/config.toml"),
     ),
-    (".gitignore", include_str!("scaffold/gitignore.template")),
-    ("README.md", include_str!("scaffold/README.md.template")),
-    ("src/lib.rs", include_str!("scaffold/lib.rs.template")),
+    (".gitignore", include_str!("gitignore.template")),
+    ("README.md", include_str!("README.md.template")),
+    ("src/lib.rs", include_str!("lib.rs.template")),
 ];
 
 /// The longest name: the limit on a tool's name.
