@@ -785,3 +785,48 @@ fn a_response_outside_any_session_is_refused_by_the_endpoint() {
         }
     }
 }
+
+#[test]
+fn the_session_stream_carries_every_change_from_when_it_opened() {
+    use std::task::Poll;
+
+    use airlock::endpoint::{HttpRequest, Outcome, Peer};
+
+    let host = Host::start(&["watcher"]);
+    let http = host.http();
+    let session = http.open_session(legacy_caps());
+    for uri in ["watch://alpha", "watch://beta"] {
+        session.result("resources/subscribe", json!({ "uri": uri }));
+    }
+    let peer = Peer::Http(HttpRequest {
+        principal: "token:alice".to_owned(),
+        headers: Default::default(),
+        session: Some(session.id().to_owned()),
+    });
+    let Outcome::Run(call) = host.endpoint().open_stream(peer) else {
+        panic!("the session's stream should open");
+    };
+    // Open, not yet running (a transport may start it later: stdio spawns
+    // it, HTTP polls it once the head is out): a change now must reach it.
+    host.server().resource_updated("watch://alpha");
+    let first = host.block_on(async {
+        let (out, mut notes) = tokio::sync::mpsc::channel(8);
+        let mut stream = call.run(Some(out));
+        // Running, and waiting for the next change.
+        std::future::poll_fn(|cx| {
+            assert!(stream.as_mut().poll(cx).is_pending(), "the stream ended");
+            Poll::Ready(())
+        })
+        .await;
+        host.server().resource_updated("watch://beta");
+        let note = tokio::select! {
+            _ = stream => panic!("the stream ended"),
+            note = notes.recv() => note.expect("a notification"),
+        };
+        serde_json::from_slice::<Value>(&note).expect("JSON")
+    });
+    assert_eq!(
+        first["params"]["uri"], "watch://alpha",
+        "the change made once the stream was open comes first: {first}"
+    );
+}

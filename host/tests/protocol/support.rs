@@ -83,6 +83,7 @@ impl Default for Setup {
 /// of [`ALICE`] and [`BOB`]), and the runtime that runs it all.
 pub struct Host {
     runtime: Option<tokio::runtime::Runtime>,
+    server: Arc<Server>,
     endpoint: Arc<Endpoint>,
     router: Router,
     max_line_bytes: usize,
@@ -106,7 +107,7 @@ impl Host {
             .enable_all()
             .build()
             .expect("a tokio runtime");
-        let (endpoint, background) = runtime.block_on(serve(tools.path(), &setup));
+        let (server, endpoint, background) = runtime.block_on(serve(tools.path(), &setup));
         let tokens =
             TokenTable::parse(&format!("{ALICE} alice\n{BOB} bob\n")).expect("the tokens parse");
         let admission = Admission {
@@ -117,6 +118,7 @@ impl Host {
         };
         Host {
             router: router(endpoint.clone(), admission),
+            server,
             endpoint,
             max_line_bytes: setup.max_body_bytes,
             background,
@@ -128,6 +130,18 @@ impl Host {
     /// The endpoint, to drive directly.
     pub fn endpoint(&self) -> &Arc<Endpoint> {
         &self.endpoint
+    }
+
+    /// The 2026-07-28 server behind the endpoint.
+    pub fn server(&self) -> &Arc<Server> {
+        &self.server
+    }
+
+    /// Runs `future` on the host's runtime; fails the test if it takes
+    /// longer than [`HANG_GUARD`].
+    #[track_caller]
+    pub fn block_on<T>(&self, future: impl Future<Output = T>) -> T {
+        within_guard(&self.handle(), "the test's future", future)
     }
 
     fn handle(&self) -> Handle {
@@ -199,8 +213,9 @@ impl Drop for Host {
 }
 
 /// Builds the server as `airlock serve` does, on the components in
-/// `tools`; returns the endpoint and the tasks running beside it.
-async fn serve(tools: &Path, setup: &Setup) -> (Arc<Endpoint>, Vec<JoinHandle<()>>) {
+/// `tools`; returns it, the endpoint in front of it and the tasks running
+/// beside it.
+async fn serve(tools: &Path, setup: &Setup) -> (Arc<Server>, Arc<Endpoint>, Vec<JoinHandle<()>>) {
     let runtime = Runtime::new(RuntimeLimits {
         // Small pools: tests run side by side, each with its own engine.
         max_concurrent_calls: 16,
@@ -208,9 +223,14 @@ async fn serve(tools: &Path, setup: &Setup) -> (Arc<Endpoint>, Vec<JoinHandle<()
     })
     .expect("the runtime starts");
     let cache = compile_cache();
-    let registry = Registry::load(&runtime, tools, Some(&cache))
-        .await
-        .expect("the components load");
+    let registry = {
+        // One load at a time: with a cold cache, tests side by side would
+        // each compile the same guests; after one, the others read them.
+        let _one_at_a_time = LOADING.lock().await;
+        Registry::load(&runtime, tools, Some(&cache))
+            .await
+            .expect("the components load")
+    };
     let sealer = StateSealer::new(
         KeyRing::ephemeral(),
         Duration::from_secs(600),
@@ -242,11 +262,12 @@ async fn serve(tools: &Path, setup: &Setup) -> (Arc<Endpoint>, Vec<JoinHandle<()
     ];
     let legacy = Arc::new(Legacy::new(server.clone(), setup.bridge.clone()));
     let sessions = Sessions::new(setup.max_sessions, Duration::from_secs(3600));
-    (
-        Arc::new(Endpoint::new(server, legacy, sessions)),
-        background,
-    )
+    let endpoint = Arc::new(Endpoint::new(server.clone(), legacy, sessions));
+    (server, endpoint, background)
 }
+
+/// Held while a host loads its components.
+static LOADING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Where compiled guests are kept between runs: Cranelift compiles each
 /// guest once, not once per test.
