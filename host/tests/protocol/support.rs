@@ -93,7 +93,7 @@ pub struct Host {
 
 impl Host {
     /// A host serving `components` (crate names of sample or test guests).
-    /// Panics, with the command that builds it, when a guest is missing.
+    /// Panics, saying how to build it, when a guest is missing.
     pub fn start(components: &[&str]) -> Host {
         Host::start_with(components, Setup::default())
     }
