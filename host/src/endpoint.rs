@@ -257,11 +257,15 @@ impl Endpoint {
                     .with_status(409),
             ));
         };
+        // Subscribed now, not when the transport first runs the stream
+        // (stdio spawns it, HTTP polls it after sending the head): a change
+        // made once the client may know the stream is open reaches it.
+        let changes = self.server.changes();
         let legacy = self.legacy.clone();
         Outcome::Run(Call::new(Delivery::Stream, move |notifier| async move {
             let _open = open;
             if let Some(out) = notifier {
-                legacy.session_stream(&session, &out).await;
+                legacy.session_stream(&session, changes, &out).await;
             }
             Reply::none()
         }))

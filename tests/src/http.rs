@@ -181,6 +181,34 @@ pub fn parse_sse(text: &str) -> Vec<Value> {
     events
 }
 
+/// The headers a well-behaved 2026-07-28 client sends for `method` with
+/// `params`: JSON or SSE accepted, the protocol version, `Mcp-Method`, and
+/// `Mcp-Name` for the methods that mirror a name, URI or task id.
+pub fn request_headers(method: &str, params: &Value) -> Headers {
+    let mut h = Headers::default();
+    h.set("Content-Type", "application/json");
+    h.set("Accept", "application/json, text/event-stream");
+    h.set("MCP-Protocol-Version", PROTOCOL_VERSION);
+    h.set("Mcp-Method", method);
+    // The methods that mirror a name (or URI) in `Mcp-Name`.
+    let mirrored = match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
+        _ => None,
+    };
+    match mirrored.and_then(|field| params.get(field)) {
+        Some(Value::String(name)) => {
+            h.set("Mcp-Name", name);
+        }
+        Some(other) => {
+            h.set("Mcp-Name", &other.to_string());
+        }
+        None => {}
+    }
+    h
+}
+
 /// An MCP client over Streamable HTTP.
 pub struct Http {
     url: String,
@@ -224,30 +252,10 @@ impl Http {
         json!(self.next_id.fetch_add(1, Ordering::Relaxed))
     }
 
-    /// The headers a well-behaved client sends for `method` with `params`.
+    /// The headers a well-behaved client sends for `method` with `params`
+    /// (see [`request_headers`]).
     pub fn headers_for(&self, method: &str, params: &Value) -> Headers {
-        let mut h = Headers::default();
-        h.set("Content-Type", "application/json");
-        h.set("Accept", "application/json, text/event-stream");
-        h.set("MCP-Protocol-Version", PROTOCOL_VERSION);
-        h.set("Mcp-Method", method);
-        // The methods that mirror a name (or URI) in `Mcp-Name`.
-        let mirrored = match method {
-            "tools/call" | "prompts/get" => Some("name"),
-            "resources/read" => Some("uri"),
-            "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
-            _ => None,
-        };
-        match mirrored.and_then(|field| params.get(field)) {
-            Some(Value::String(name)) => {
-                h.set("Mcp-Name", name);
-            }
-            Some(other) => {
-                h.set("Mcp-Name", &other.to_string());
-            }
-            None => {}
-        }
-        h
+        request_headers(method, params)
     }
 
     /// Sends request `method` with `params` and reads the response as a

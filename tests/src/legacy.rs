@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 use crate::http::{HTTP_TIMEOUT, Headers, Http, Reply, raw_http};
 use crate::mcp::request;
-use crate::sse::{EVENT_TIMEOUT, Next, SseStream};
+use crate::sse::{EVENT_TIMEOUT, Events, Next, SseStream};
 
 /// The newest 2025-era revision, which sessions negotiate by default.
 pub const LEGACY_VERSION: &str = "2025-11-25";
@@ -102,7 +102,7 @@ pub fn is_response_to(event: &Value, id: &Value) -> bool {
 /// before it (notifications, requests of the server) and the response.
 /// Panics if the stream ends or stalls first.
 #[track_caller]
-pub fn read_response(stream: &mut SseStream, id: &Value) -> (Vec<Value>, Value) {
+pub fn read_response(stream: &mut impl Events, id: &Value) -> (Vec<Value>, Value) {
     let mut before = Vec::new();
     loop {
         let event = stream.expect_event(&format!("the response to {id}"));
@@ -115,7 +115,7 @@ pub fn read_response(stream: &mut SseStream, id: &Value) -> (Vec<Value>, Value) 
 
 /// Asserts the stream ends within `timeout` without another event.
 #[track_caller]
-pub fn assert_stream_ends(stream: &mut SseStream, timeout: Duration) {
+pub fn assert_stream_ends(stream: &mut impl Events, timeout: Duration) {
     match stream.next_event(timeout) {
         Next::Ended => {}
         other => panic!(

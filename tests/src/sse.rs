@@ -252,6 +252,40 @@ impl SseStream {
     }
 }
 
+/// A response read event by event as the server sends them, whatever
+/// carries it (a socket here, an in-process body in the host's protocol
+/// tests), so that what reads one is written once.
+pub trait Events {
+    /// The next event, waiting at most `timeout` for it.
+    fn next_event(&mut self, timeout: Duration) -> Next;
+
+    /// Every event returned so far, for failure messages.
+    fn seen(&self) -> &[Value];
+
+    /// The next event; panics, naming `what` was expected, if none arrives
+    /// within [`EVENT_TIMEOUT`] or the stream ends.
+    #[track_caller]
+    fn expect_event(&mut self, what: &str) -> Value {
+        match self.next_event(EVENT_TIMEOUT) {
+            Next::Event(event) => event,
+            other => panic!(
+                "expected {what} on the stream, got {other:?} after {EVENT_TIMEOUT:?}; events so far: {:?}",
+                self.seen()
+            ),
+        }
+    }
+}
+
+impl Events for SseStream {
+    fn next_event(&mut self, timeout: Duration) -> Next {
+        SseStream::next_event(self, timeout)
+    }
+
+    fn seen(&self) -> &[Value] {
+        SseStream::seen(self)
+    }
+}
+
 /// Opens a `subscriptions/listen` stream for `notifications` (a filter with
 /// only `true` flags and URIs, so the acknowledgement echoes it exactly)
 /// and checks its start: HTTP 200, an SSE body, and first the

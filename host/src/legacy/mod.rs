@@ -210,11 +210,18 @@ impl Legacy {
     }
 
     /// Sends a legacy session's client, through `out`, what it should hear
-    /// outside any request: list changes and updates of the resources it
-    /// subscribed to. Runs until the session closes, `out` closes or the
-    /// server shuts down.
-    pub async fn session_stream(&self, session: &Session, out: &Notifier) {
-        let mut changes = self.server.changes();
+    /// outside any request: of the server's `changes`, the list changes and
+    /// the updates of the resources it subscribed to. `changes` is taken
+    /// when the stream opens (before its client can know it is open), so
+    /// no change made after that is missed, however late this first runs.
+    /// Runs until the session closes, `out` closes or the server shuts
+    /// down.
+    pub async fn session_stream(
+        &self,
+        session: &Session,
+        mut changes: broadcast::Receiver<ServerChange>,
+        out: &Notifier,
+    ) {
         let mut shutdown = self.server.shutting_down();
         loop {
             let changes: Vec<ServerChange> = tokio::select! {
