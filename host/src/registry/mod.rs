@@ -301,12 +301,14 @@ impl Registry {
     /// This registry with `relisted` swapped in, or `None` if the version of
     /// the component it was listed from is no longer the one loaded here (a
     /// reload replaced or removed the file since: what it loaded is newer).
-    /// Fails if the new lists clash with another component's.
+    /// Swapping the same relist in again is harmless: the registry that
+    /// already holds it holds it still. Fails if the new lists clash with
+    /// another component's.
     pub fn with_relisted(&self, relisted: &Relisted) -> anyhow::Result<Option<Registry>> {
         let mut components = self.components.clone();
         let same_version = components
             .iter_mut()
-            .find(|c| Arc::ptr_eq(c, &relisted.from));
+            .find(|c| Arc::ptr_eq(c, &relisted.from) || Arc::ptr_eq(c, &relisted.relisted));
         let Some(slot) = same_version else {
             return Ok(None);
         };
