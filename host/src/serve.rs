@@ -28,8 +28,7 @@ use crate::telemetry::{self, TraceSettings};
 use crate::transport::http::ConnectionLimits;
 use crate::transport::{http, stdio};
 
-/// Environment variable holding state keys (comma- or newline-separated).
-pub const STATE_KEYS_ENV: &str = "AIRLOCK_STATE_KEYS";
+pub use crate::state::STATE_KEYS_ENV;
 
 /// Where MCP is served.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,6 +11,7 @@
 
 pub mod grants;
 pub mod manifest;
+mod pseudo_fs;
 
 use std::collections::BTreeMap;
 use std::path::{Component as PathPart, Path, PathBuf};
@@ -20,6 +21,7 @@ use std::time::Duration;
 pub use self::grants::{GrantedDir, ProtectedPaths};
 use self::manifest::{DirMode, Manifest};
 use crate::quotas::RateLimit;
+use crate::state::STATE_KEYS_ENV;
 use crate::units::{format_duration, format_size};
 
 /// The smallest `[limits] memory` a manifest may ask (the server's
@@ -302,6 +304,11 @@ impl Policy {
             }
             let value = match (&source.value, &source.from_env, &source.secret) {
                 (Some(value), None, None) => value.clone(),
+                (None, Some(var), None) if var == STATE_KEYS_ENV => {
+                    return Err(format!(
+                        "{key}: from-env = {var:?} holds Airlock's state keys, which no manifest may grant"
+                    ));
+                }
                 (None, Some(var), None) => std::env::var(var).map_err(|_| {
                     format!("{key}: from-env = {var:?} is not set in Airlock's environment")
                 })?,
@@ -541,6 +548,10 @@ mod tests {
             (
                 "[env]\nX = { secret = \"nope\" }\n",
                 "not in the secrets file",
+            ),
+            (
+                "[env]\nX = { from-env = \"AIRLOCK_STATE_KEYS\" }\n",
+                "holds Airlock's state keys",
             ),
             (
                 "[env]\nX = { value = \"a\", secret = \"token\" }\n",
