@@ -1,12 +1,19 @@
 //! Loading the tools directory: bad components are skipped with a log line
 //! naming them, duplicate tool names and bad directories stop the server,
 //! the compiled-component cache is reused, and many components load
-//! together.
+//! together. What is not a regular file is refused without waiting on it,
+//! and what is too large is refused by its size before it is read.
 
 use airlock_e2e::mcp::{complete, text};
 use airlock_e2e::numbered::{numbered_components, numbered_tool};
-use airlock_e2e::{Airlock, McpClient, ToolCall, ToolsDir};
+use airlock_e2e::{Airlock, McpClient, ToolCall, ToolsDir, run_airlock};
 use serde_json::{Value, json};
+
+/// The header of a component: the magic, the version and the layer.
+const COMPONENT_HEADER: &[u8] = b"\0asm\x0d\0\x01\0";
+
+/// One GiB, in bytes.
+const GIB: u64 = 1 << 30;
 
 /// The stderr lines that mention `needle`.
 fn lines_naming<'a>(stderr: &'a str, needle: &str) -> Vec<&'a str> {
@@ -210,4 +217,77 @@ fn many_distinct_components_load_together_and_list_in_file_order() {
             assert_eq!(text(complete(&response)), numbered_tool(number), "{start}");
         }
     }
+}
+
+/// Asserts that some line of `stderr` says the component `file` was
+/// skipped and contains every one of `words`.
+#[track_caller]
+fn assert_skipped(stderr: &str, file: &str, words: &[&str]) {
+    assert!(
+        lines_naming(stderr, file)
+            .iter()
+            .any(|line| line.contains("skipping component")
+                && words.iter().all(|word| line.contains(word))),
+        "a log line should say {file} was skipped, with {words:?}:\n{stderr}"
+    );
+}
+
+#[test]
+fn a_fifo_for_a_manifest_stops_neither_the_start_nor_inspect() {
+    // Nobody writes to the FIFO: opening it to read would wait forever.
+    let tools = ToolsDir::with(&["hash"]);
+    tools.add_as("deploy", "x.wasm");
+    tools.add_fifo("x.toml");
+    let server = Airlock::new(&tools).start_http();
+    assert_skipped(
+        &server.stderr(),
+        "x.wasm",
+        &["x.toml", "a FIFO, not a regular file"],
+    );
+    assert_eq!(server.client().tool_names(), ["sha256"]);
+    airlock_e2e::flows::sha256(&server.client());
+
+    let component = tools.path().join("x.wasm");
+    let (status, out, err) = run_airlock(&["inspect", component.to_str().unwrap()]);
+    assert!(!status.success(), "inspect must refuse it:\n{out}");
+    assert!(err.contains("x.toml") && err.contains("a FIFO"), "{err}");
+}
+
+#[test]
+fn files_too_large_are_refused_by_their_size_unread() {
+    // Sparse: they take no disk, but reading one whole takes its size in
+    // memory.
+    let tools = ToolsDir::with(&["hash"]);
+    tools.add_sparse("huge.wasm", COMPONENT_HEADER, 2 * GIB);
+    tools.add_as("deploy", "m.wasm");
+    tools.add_sparse("m.toml", b"# a manifest\n", GIB);
+    let server = Airlock::new(&tools).start_http();
+    let stderr = server.stderr();
+    assert_skipped(&stderr, "huge.wasm", &["larger than the limit of 128MiB"]);
+    assert_skipped(
+        &stderr,
+        "m.wasm",
+        &["m.toml", "larger than the limit of 64KiB"],
+    );
+    assert_eq!(server.client().tool_names(), ["sha256"]);
+    // Neither was read: the most the server ever held is far below them.
+    let peak = server.memory().peak_kib;
+    assert!(
+        peak < 512 << 10,
+        "the server peaked at {peak} KiB: it read a file it should have refused unread"
+    );
+
+    let huge = tools.path().join("huge.wasm");
+    let (status, out, err) = run_airlock(&["inspect", huge.to_str().unwrap()]);
+    assert!(!status.success(), "inspect must refuse it:\n{out}");
+    assert!(err.contains("larger than the limit of 128MiB"), "{err}");
+    // The limit is a setting.
+    let (status, _, err) = run_airlock(&[
+        "inspect",
+        "--max-component-size",
+        "64KiB",
+        tools.path().join("m.wasm").to_str().unwrap(),
+    ]);
+    assert!(!status.success());
+    assert!(err.contains("larger than the limit of 64KiB"), "{err}");
 }

@@ -58,7 +58,15 @@ pub struct SandboxOptions {
     /// lines.
     #[arg(long, value_name = "FILE")]
     pub secrets_file: Option<PathBuf>,
+
+    /// Largest component file loaded; a larger one is refused by its size, unread.
+    #[arg(long, value_name = "SIZE", default_value = "128MiB", help_heading = COMPONENTS,
+          value_parser = values::size(1 << 10, u64::MAX))]
+    pub max_component_size: u64,
 }
+
+/// The heading of the options that bound what a component may be.
+const COMPONENTS: &str = "Components";
 
 impl SandboxOptions {
     /// The settings these options give; `limits` holds what other options
@@ -75,6 +83,7 @@ impl SandboxOptions {
                 max_http_fields_bytes: saturate(self.max_http_fields),
                 max_content_blocks: saturate(self.max_content_blocks),
                 max_input_requests: saturate(self.max_input_requests),
+                max_component_bytes: self.max_component_size,
                 ..limits
             },
             secrets_file: self.secrets_file,

@@ -200,15 +200,14 @@ impl Policy {
 
     /// The policy of the component at `component`: its manifest's, if the
     /// file exists, else [`Policy::deny_all`]. The error names the manifest
-    /// and what is wrong.
+    /// and what is wrong. Blocks (it reads the manifest and resolves its
+    /// grants): call it off the threads that serve requests.
     pub fn load_for(component: &Path, context: &PolicyContext<'_>) -> Result<Policy, String> {
         let path = Manifest::path_for(component);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Policy::deny_all(&context.defaults));
-            }
-            Err(err) => return Err(format!("cannot read {}: {err}", path.display())),
+        let text = match Manifest::read(&path) {
+            Ok(Some(text)) => text,
+            Ok(None) => return Ok(Policy::deny_all(&context.defaults)),
+            Err(why) => return Err(format!("{}: {why}", path.display())),
         };
         let manifest = Manifest::parse(&text, &path)?;
         Policy::resolve(&manifest, &path, context)

@@ -38,7 +38,8 @@ use futures_util::StreamExt as _;
 use tracing::warn;
 
 use self::cache::CompileCache;
-use self::component::{Component, component_stamp};
+use self::component::Component;
+use self::reload::DirectoryStamp;
 use self::uri_template::UriTemplate;
 use crate::runtime::{
     CallError, CheckedComponent, EventSink, Runtime, wit, wit_completions, wit_prompts,
@@ -255,21 +256,32 @@ impl Registry {
     ) -> anyhow::Result<Registry> {
         let cache = cache_dir.map(|d| CompileCache::new(runtime.engine(), d));
         let cache = cache.as_ref();
-        let loads = wasm_files(dir)?.into_iter().map(|path| async move {
-            let unchanged = self.components.iter().find(|c| {
-                c.path == path && component_stamp(&path).is_ok_and(|stamp| stamp == c.stamp)
-            });
-            if let Some(component) = unchanged {
-                return Some(component.clone());
-            }
-            match Component::load(runtime, &path, cache).await {
-                Ok(component) => Some(Arc::new(component)),
-                Err(reason) => {
-                    warn!(file = %path.display(), "skipping component: {reason}");
-                    None
+        let directory = {
+            let dir = dir.to_owned();
+            tokio::task::spawn_blocking(move || DirectoryStamp::read(&dir))
+                .await
+                .context("reading the tools directory failed unexpectedly")??
+        };
+        let loads = directory
+            .files()
+            .to_vec()
+            .into_iter()
+            .map(|(path, stamp)| async move {
+                let unchanged = self
+                    .components
+                    .iter()
+                    .find(|c| c.path == path && stamp.as_ref() == Some(&c.stamp));
+                if let Some(component) = unchanged {
+                    return Some(component.clone());
                 }
-            }
-        });
+                match Component::load(runtime, &path, cache).await {
+                    Ok(component) => Some(Arc::new(component)),
+                    Err(reason) => {
+                        warn!(file = %path.display(), "skipping component: {reason}");
+                        None
+                    }
+                }
+            });
         // Several at once (reading, compiling and listing each take
         // milliseconds, and mostly one core), kept in file-name order.
         let components: Vec<_> = futures_util::stream::iter(loads)
@@ -511,8 +523,13 @@ pub async fn describe_component(
     runtime: &Arc<Runtime>,
     path: &Path,
 ) -> Result<Vec<String>, String> {
-    let footprint = footprint::Footprint::of(path)?;
     let component = Component::load(runtime, path, None).await?;
+    let footprint = {
+        let (path, limit) = (path.to_owned(), runtime.limits().max_component_bytes);
+        tokio::task::spawn_blocking(move || footprint::Footprint::of(&path, limit))
+            .await
+            .map_err(|err| format!("reading it failed unexpectedly: {err}"))??
+    };
     let listing = &component.listing;
     let mut lines = vec![
         format!(

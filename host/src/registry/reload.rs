@@ -16,15 +16,16 @@ use std::time::Duration;
 use super::component::{ComponentStamp, component_stamp};
 use super::wasm_files;
 
-/// The state of every `*.wasm` file in a directory, and of its manifest.
+/// The state of every `*.wasm` file in a directory, and of its manifest,
+/// sorted by file name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirectoryStamp(Vec<(PathBuf, Option<ComponentStamp>)>);
 
 impl DirectoryStamp {
-    /// Reads the directory now; `None` if it cannot be read.
-    pub fn read(dir: &Path) -> Option<DirectoryStamp> {
-        let files = wasm_files(dir).ok()?;
-        Some(DirectoryStamp(
+    /// Reads the directory now (blocking; no file is opened).
+    pub fn read(dir: &Path) -> anyhow::Result<DirectoryStamp> {
+        let files = wasm_files(dir)?;
+        Ok(DirectoryStamp(
             files
                 .into_iter()
                 .map(|path| {
@@ -33,6 +34,12 @@ impl DirectoryStamp {
                 })
                 .collect(),
         ))
+    }
+
+    /// Each component file, and its stamp (`None` if it vanished while the
+    /// directory was read).
+    pub(crate) fn files(&self) -> &[(PathBuf, Option<ComponentStamp>)] {
+        &self.0
     }
 }
 
@@ -47,7 +54,7 @@ pub struct Watcher {
 impl Watcher {
     /// Starts watching `dir` as it is now, polling every `interval`.
     pub fn new(dir: PathBuf, interval: Duration) -> Watcher {
-        let loaded = DirectoryStamp::read(&dir);
+        let loaded = DirectoryStamp::read(&dir).ok();
         let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         Watcher {
@@ -64,7 +71,7 @@ impl Watcher {
         loop {
             self.ticker.tick().await;
             let dir = self.dir.clone();
-            let now = tokio::task::spawn_blocking(move || DirectoryStamp::read(&dir))
+            let now = tokio::task::spawn_blocking(move || DirectoryStamp::read(&dir).ok())
                 .await
                 .ok()
                 .flatten();
@@ -106,7 +113,7 @@ mod tests {
         std::fs::remove_file(dir.join("a.wasm")).unwrap();
         std::fs::remove_file(dir.join("a.toml")).unwrap();
         assert_eq!(DirectoryStamp::read(&dir).unwrap(), empty);
-        assert!(DirectoryStamp::read(&dir.join("missing")).is_none());
+        assert!(DirectoryStamp::read(&dir.join("missing")).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -123,6 +123,10 @@ pub struct RuntimeLimits {
     /// Wall-clock time limit of one round of a task (which runs in the
     /// background, so nobody waits on it). Default 5 minutes.
     pub task_round_timeout: Duration,
+    /// Largest component file loaded, in bytes; a larger one is refused by
+    /// its size, unread. Default 128 MiB (an interpreter's component, with
+    /// its heap snapshot, is tens of MiB).
+    pub max_component_bytes: u64,
 }
 
 impl RuntimeLimits {
@@ -153,6 +157,7 @@ impl Default for RuntimeLimits {
             max_content_blocks: 1000,
             max_input_requests: 64,
             task_round_timeout: Duration::from_secs(300),
+            max_component_bytes: 128 << 20,
         }
     }
 }
