@@ -6,12 +6,14 @@
 //! The server polls every 50 ms. Tests wait for the outcome of a reload
 //! (a list that changed, a log line, a notification) with a deadline.
 //! Files that are not regular files or are too large are refused without
-//! stalling the reloads or the server.
+//! stalling the reloads or the server, and a change made while the server
+//! loads its components is not lost.
 
 use airlock_e2e::mcp::{
     assert_subscription_note, complete, elicit, error_code, error_message, input_request_keys,
     input_required, text,
 };
+use airlock_e2e::numbered::{numbered_components, numbered_tool};
 use airlock_e2e::{
     Airlock, HttpServer, McpClient, ToolCall, ToolsDir, code, flows, listen, wait_until,
 };
@@ -350,4 +352,46 @@ fn files_too_large_added_at_runtime_are_refused_by_their_size_unread() {
     );
     assert_eq!(client.tool_names(), ["sha256"]);
     flows::sha256(&client);
+}
+
+#[test]
+fn a_component_published_while_the_server_loads_is_served() {
+    // Enough components that the start-up load takes a while; the compile
+    // cache shows when it is under way (an artifact is written once a
+    // component is compiled, after the directory was read).
+    let tools = ToolsDir::with(&["hash"]);
+    for (number, copy) in numbered_components(16).iter().enumerate() {
+        tools.add_bytes(&format!("{}.wasm", numbered_tool(number)), copy);
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let airlock = Airlock::new(&tools)
+        .with_cache()
+        .arg("--cache-dir")
+        .arg(cache.path())
+        .args(["--reload-interval", RELOAD_INTERVAL]);
+    let starting = std::thread::spawn(move || airlock.start_http());
+    wait_until("the start-up load to be under way", || {
+        let artifacts = std::fs::read_dir(cache.path())
+            .map_err(|err| err.to_string())?
+            .flatten()
+            .filter(|entry| entry.path().extension().is_some_and(|ext| ext == "cwasm"))
+            .count();
+        if artifacts > 0 {
+            Ok(())
+        } else {
+            Err("no compiled component yet".to_owned())
+        }
+    });
+    tools.publish_as("deploy", "deploy.wasm");
+    let server = starting.join().expect("the server starts");
+    let client = server.client();
+    wait_until("deploy.wasm to be served", || {
+        let names = client.tool_names();
+        if names.iter().any(|name| name == "deploy") {
+            Ok(())
+        } else {
+            Err(format!("{names:?}"))
+        }
+    });
+    flows::deploy_staging(&client);
 }

@@ -52,6 +52,9 @@ pub use self::cache::default_cache_dir;
 /// Everything every component of the tools directory serves.
 #[derive(Debug, Default)]
 pub struct Registry {
+    /// The tools directory as it was read for this registry (`None` for a
+    /// registry not loaded from one).
+    directory: Option<DirectoryStamp>,
     components: Vec<Arc<Component>>,
     tools: Vec<ToolEntry>,
     tool_index: HashMap<String, usize>,
@@ -289,7 +292,13 @@ impl Registry {
             .filter_map(std::future::ready)
             .collect()
             .await;
-        Registry::assemble(components)
+        Registry::assemble(Some(directory), components)
+    }
+
+    /// The tools directory as it was read for this registry, if it was
+    /// loaded from one: what a watcher compares the directory with.
+    pub fn directory(&self) -> Option<&DirectoryStamp> {
+        self.directory.as_ref()
     }
 
     /// Lists the component at `path` again (it reported that a list
@@ -325,13 +334,20 @@ impl Registry {
             return Ok(None);
         };
         *slot = relisted.relisted.clone();
-        Registry::assemble(components).map(Some)
+        Registry::assemble(self.directory.clone(), components).map(Some)
     }
 
-    /// Indexes what `components` serve; fails on a name or URI served twice.
-    fn assemble(components: Vec<Arc<Component>>) -> anyhow::Result<Registry> {
+    /// Indexes what `components` (read from `directory`) serve; fails on a
+    /// name or URI served twice.
+    fn assemble(
+        directory: Option<DirectoryStamp>,
+        components: Vec<Arc<Component>>,
+    ) -> anyhow::Result<Registry> {
         check_grants(&components)?;
-        let mut registry = Registry::default();
+        let mut registry = Registry {
+            directory,
+            ..Registry::default()
+        };
         for component in &components {
             let listing = &component.listing;
             for tool in &listing.tools {
