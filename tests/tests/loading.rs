@@ -2,9 +2,11 @@
 //! naming them, duplicate tool names and bad directories stop the server,
 //! the compiled-component cache is reused, and many components load
 //! together. What is not a regular file is refused without waiting on it,
-//! and what is too large is refused by its size before it is read.
+//! what is too large is refused by its size before it is read, and what a
+//! component lists is bounded so that every page of a list fits the
+//! output limit.
 
-use airlock_e2e::mcp::{complete, text};
+use airlock_e2e::mcp::{complete, no_caps, text, with_meta};
 use airlock_e2e::numbered::{numbered_components, numbered_tool};
 use airlock_e2e::{Airlock, McpClient, ToolCall, ToolsDir, run_airlock};
 use serde_json::{Value, json};
@@ -290,4 +292,81 @@ fn files_too_large_are_refused_by_their_size_unread() {
     ]);
     assert!(!status.success());
     assert!(err.contains("larger than the limit of 64KiB"), "{err}");
+}
+
+#[test]
+fn a_component_listing_an_oversized_schema_is_refused_and_named() {
+    // big-schema lists one tool whose input schema is 8 MiB: served, one
+    // page of tools/list would be 8 MiB, past the 1 MiB output limit.
+    let tools = ToolsDir::with(&["hash", "big-schema"]);
+    let server = Airlock::new(&tools).start_http();
+    assert_skipped(
+        &server.stderr(),
+        "big_schema.wasm",
+        &["tool `big_schema`", "--max-schema"],
+    );
+    let client = server.client();
+    let (_, reply) = client.send("tools/list", with_meta(json!({}), no_caps()));
+    assert!(
+        reply.body.len() <= 1 << 20,
+        "a tools/list reply of {} bytes, past the output limit",
+        reply.body.len()
+    );
+    assert_eq!(client.tool_names(), ["sha256"]);
+    airlock_e2e::flows::sha256(&client);
+}
+
+#[test]
+fn list_pages_are_bounded_in_bytes_by_the_output_limit() {
+    const COUNT: usize = 24;
+    const LIMIT: usize = 2 << 10;
+    let tools = ToolsDir::with(&["hash"]);
+    for (number, copy) in numbered_components(COUNT).iter().enumerate() {
+        tools.add_bytes(&format!("{}.wasm", numbered_tool(number)), copy);
+    }
+    let server = Airlock::new(&tools)
+        .args(["--max-output", "2KiB"])
+        .start_http();
+    let client = server.client();
+    let mut names = Vec::new();
+    let mut cursor = None;
+    let mut pages = 0;
+    loop {
+        let params = match &cursor {
+            Some(cursor) => json!({ "cursor": cursor }),
+            None => json!({}),
+        };
+        let (_, reply) = client.send("tools/list", with_meta(params, no_caps()));
+        let response: Value = serde_json::from_slice(&reply.body).expect("a JSON reply");
+        let result = complete(&response);
+        // The page's own members, as encoded: what the output limit bounds.
+        let mut page = serde_json::Map::new();
+        page.insert("tools".to_owned(), result["tools"].clone());
+        if let Some(next) = result.get("nextCursor") {
+            page.insert("nextCursor".to_owned(), next.clone());
+        }
+        let bytes = Value::Object(page).to_string().len();
+        assert!(
+            bytes <= LIMIT,
+            "a page of {bytes} bytes, past --max-output 2KiB"
+        );
+        pages += 1;
+        names.extend(
+            result["tools"]
+                .as_array()
+                .expect("a tools array")
+                .iter()
+                .map(|tool| tool["name"].as_str().unwrap_or_default().to_owned()),
+        );
+        match result.get("nextCursor") {
+            Some(next) if !next.is_null() => cursor = Some(next.clone()),
+            _ => break,
+        }
+    }
+    assert!(pages > 1, "{COUNT} tools fit on one page of 2 KiB?");
+    let mut expected: Vec<String> = (0..COUNT).map(numbered_tool).collect();
+    expected.push("sha256".to_owned());
+    names.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(names, expected, "every tool, each once");
 }

@@ -5,7 +5,7 @@
 //! memory = "32MiB"         # at most the server's --max-memory
 //! timeout = "2s"            # wall-clock deadline of each call
 //! fuel = 50_000_000         # instructions (roughly) per call; needs --enable-fuel
-//! max-output = "256KiB"     # largest reply of one call, encoded
+//! max-output = "256KiB"     # largest reply of one call, encoded; at most --max-output
 //! max-concurrent = 4        # instances of this component running at once
 //!
 //! [[dirs]]

@@ -256,10 +256,15 @@ impl Policy {
             policy.limits.fuel = Some(fuel);
         }
         if let Some(bytes) = limits.max_output {
-            if bytes < MIN_OUTPUT_BYTES {
+            // The server's --max-output bounds every reply a client gets
+            // (a page of a list too): a component may only lower it.
+            let max = defaults.max_output_bytes as u64;
+            if !(MIN_OUTPUT_BYTES..=max).contains(&bytes) {
                 return Err(format!(
-                    "[limits] max-output must be at least {}",
-                    format_size(MIN_OUTPUT_BYTES)
+                    "[limits] max-output = \"{}\": must be between {} and the server's --max-output ({})",
+                    format_size(bytes),
+                    format_size(MIN_OUTPUT_BYTES),
+                    format_size(max)
                 ));
             }
             policy.limits.max_output_bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
@@ -524,7 +529,11 @@ mod tests {
             ),
             (
                 "[limits]\nmax-output = \"1B\"\n",
-                "max-output must be at least 1KiB",
+                "max-output = \"1B\": must be between 1KiB and the server's --max-output (1MiB)",
+            ),
+            (
+                "[limits]\nmax-output = \"2MiB\"\n",
+                "max-output = \"2MiB\": must be between 1KiB and the server's --max-output (1MiB)",
             ),
             ("[limits]\nfuel = 10\n", "--enable-fuel"),
             ("[limits]\nmax-concurrent = 0\n", "max-concurrent"),

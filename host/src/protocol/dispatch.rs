@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 
 use super::answer::{Answer, Reply};
-use super::catalog::{Catalog, ListResult, Pages};
+use super::catalog::{self, Catalog, ListResult, Pages};
 use super::completion;
 use super::context::{Notifier, ProtocolSettings, RequestContext, Services};
 use super::envelope::{self, PROTOCOL_VERSION, SUPPORTED_VERSIONS};
@@ -58,7 +58,11 @@ impl Server {
         sealer: StateSealer,
         settings: ProtocolSettings,
     ) -> anyhow::Result<Self> {
-        let catalog = Catalog::new(registry, settings.page_size)?;
+        let catalog = Catalog::new(
+            registry,
+            settings.page_size,
+            runtime.limits().max_output_bytes,
+        )?;
         let server_info = RawValue::from_string(
             json!({ "name": "airlock", "version": env!("CARGO_PKG_VERSION") }).to_string(),
         )?;
@@ -131,7 +135,11 @@ impl Server {
         registry: Registry,
         also: &[ServerChange],
     ) -> anyhow::Result<()> {
-        let new = Arc::new(Catalog::new(Arc::new(registry), self.settings.page_size)?);
+        let new = Arc::new(Catalog::new(
+            Arc::new(registry),
+            self.settings.page_size,
+            self.runtime.limits().max_output_bytes,
+        )?);
         let old = std::mem::replace(
             &mut *self
                 .catalog
@@ -307,20 +315,20 @@ impl Server {
         let catalog = &*catalog;
         match request.method.as_str() {
             "server/discover" => Ok(self.discover()),
-            "tools/list" => self.list(request, &catalog.tools, "tools"),
+            "tools/list" => self.list(request, &catalog.tools, catalog::TOOLS),
             "tools/call" => {
                 self.admit_call(request, catalog, context.principal)?;
                 run_round::<ToolCall>(self.services(), request, catalog, &meta, context, notifier)
                     .await
             }
-            "prompts/list" => self.list(request, &catalog.prompts, "prompts"),
+            "prompts/list" => self.list(request, &catalog.prompts, catalog::PROMPTS),
             "prompts/get" => {
                 run_round::<PromptGet>(self.services(), request, catalog, &meta, context, notifier)
                     .await
             }
-            "resources/list" => self.list(request, &catalog.resources, "resources"),
+            "resources/list" => self.list(request, &catalog.resources, catalog::RESOURCES),
             "resources/templates/list" => {
-                self.list(request, &catalog.templates, "resourceTemplates")
+                self.list(request, &catalog.templates, catalog::TEMPLATES)
             }
             "resources/read" => {
                 let services = self.services();

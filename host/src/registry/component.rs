@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tracing::info;
 
 use super::cache::{CompileCache, Origin};
-use super::validate;
+use super::validate::{self, ListingLimits};
 use crate::policy::Policy;
 use crate::policy::manifest::Manifest;
 use crate::runtime::{CallError, CheckedComponent, ListError, Listing, Runtime};
@@ -102,7 +102,7 @@ impl Component {
             .list_component(&pre, Arc::from(path), policy.clone())
             .await
             .map_err(list_failure)?;
-        validate::validate_listing(&listing)?;
+        validate::validate_listing(&listing, &ListingLimits::of(runtime.limits()))?;
         let summary = summary(&listing);
         match origin {
             Origin::Cache => {
@@ -130,7 +130,7 @@ impl Component {
             .relist_component(&self.checked)
             .await
             .map_err(list_failure)?;
-        validate::validate_listing(&listing)?;
+        validate::validate_listing(&listing, &ListingLimits::of(runtime.limits()))?;
         Ok(Component {
             path: self.path.clone(),
             stamp: self.stamp.clone(),

@@ -25,6 +25,7 @@
 pub mod cache;
 mod component;
 pub mod footprint;
+pub mod listed_size;
 pub mod reload;
 pub mod uri_template;
 pub mod validate;
