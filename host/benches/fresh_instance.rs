@@ -123,7 +123,7 @@ fn load(rt: &tokio::runtime::Runtime, runtime: &Arc<Runtime>, case: &Case) -> Op
     };
     let (_, compiled) = timed_load();
     let (registry, cached) = timed_load();
-    let footprint = Footprint::of(&component).ok()?;
+    let footprint = Footprint::of(&component, runtime.limits().max_component_bytes).ok()?;
     println!(
         "{:<20} size {}, {} core modules, initial memory {}; load: compiled {:.2} s, from the cache {:.1} ms",
         case.label,

@@ -29,3 +29,4 @@ pub mod tasks;
 pub mod telemetry;
 pub mod transport;
 pub mod units;
+pub mod untrusted_file;

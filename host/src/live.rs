@@ -71,10 +71,17 @@ async fn run(
     mut changes: Option<mpsc::Receiver<Change>>,
 ) {
     // The watcher lives in one future from one change to the next, so that
-    // the loop's other work never cuts a look at the directory short.
-    let mut directory = options
-        .reload_every
-        .map(|every| Box::pin(next_change(Watcher::new(options.dir.clone(), every))));
+    // the loop's other work never cuts a look at the directory short. It
+    // starts from the directory as the served registry read it, so that
+    // nothing changed since is missed.
+    let mut directory = options.reload_every.map(|every| {
+        let loaded = server.registry().directory().cloned();
+        Box::pin(next_change(Watcher::new(
+            options.dir.clone(),
+            every,
+            loaded,
+        )))
+    });
     let mut relists = Relists::new(server.clone(), runtime.clone(), options.relist_every);
     loop {
         tokio::select! {

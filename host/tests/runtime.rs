@@ -6,9 +6,8 @@
 //! cargo build --release --target wasm32-wasip2 -p hash -p probe -p wrong-world
 //! ```
 //!
-//! Each test skips, saying so, when the `.wasm` files are missing. Set
-//! `AIRLOCK_GUEST_DIR` to look for them somewhere other than
-//! `target/wasm32-wasip2/release`.
+//! A test whose guests are missing fails, saying how to build them
+//! (`airlock_e2e::paths::component`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,42 +17,20 @@ use airlock::registry::Registry;
 use airlock::registry::cache::{CompileCache, Origin};
 use airlock::runtime::{CallError, GuestEvent, Runtime, RuntimeLimits, wit};
 
-/// Where the guest components are built.
-fn guest_dir() -> PathBuf {
-    match std::env::var_os("AIRLOCK_GUEST_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("..")
-            .join("target")
-            .join("wasm32-wasip2")
-            .join("release"),
-    }
-}
-
-/// The paths of the named guests, or `None` (after saying why) if one is
-/// missing. Also sends the host's log lines to the test output (shown for
-/// failing tests, or with `--nocapture`).
-fn guests(names: &[&str]) -> Option<Vec<PathBuf>> {
+/// The paths of the named guests (panics, saying how to build them, if one
+/// is missing). Also sends the host's log lines to the test output (shown
+/// for failing tests, or with `--nocapture`).
+fn guests(names: &[&str]) -> Vec<PathBuf> {
     let _ = tracing_subscriber::fmt()
         .with_test_writer()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .try_init();
-    let dir = guest_dir();
-    let paths: Vec<PathBuf> = names
+    names
         .iter()
-        .map(|n| dir.join(format!("{n}.wasm")))
-        .collect();
-    if let Some(missing) = paths.iter().find(|p| !p.is_file()) {
-        eprintln!(
-            "SKIPPED: guest component {} is missing; build the guests first with \
-             `cargo build --release --target wasm32-wasip2 -p hash -p probe -p wrong-world`",
-            missing.display()
-        );
-        return None;
-    }
-    Some(paths)
+        .map(|name| airlock_e2e::paths::component(name))
+        .collect()
 }
 
 /// A fresh temporary directory for one test.
@@ -83,13 +60,13 @@ fn runtime(limits: RuntimeLimits) -> Arc<Runtime> {
 }
 
 /// The probe component alone, loaded.
-async fn probe(test: &str, limits: RuntimeLimits) -> Option<(Arc<Runtime>, Registry)> {
-    let paths = guests(&["probe"])?;
+async fn probe(test: &str, limits: RuntimeLimits) -> (Arc<Runtime>, Registry) {
+    let paths = guests(&["probe"]);
     let dir = tools_dir(test, &[(&paths[0], "probe.wasm")]);
     let runtime = runtime(limits);
     let registry = Registry::load(&runtime, &dir, None).await.unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
-    Some((runtime, registry))
+    (runtime, registry)
 }
 
 fn round() -> wit::Round {
@@ -121,9 +98,7 @@ async fn call(
 
 #[tokio::test]
 async fn every_call_gets_a_fresh_instance() {
-    let Some((runtime, registry)) = probe("fresh", RuntimeLimits::default()).await else {
-        return;
-    };
+    let (runtime, registry) = probe("fresh", RuntimeLimits::default()).await;
     for _ in 0..5 {
         let outcome = call(&runtime, &registry, "count", "{}").await.unwrap();
         assert_eq!(text(&outcome), "1");
@@ -136,9 +111,7 @@ async fn spin_is_stopped_at_its_deadline_while_other_calls_answer() {
         call_timeout: Duration::from_millis(500),
         ..RuntimeLimits::default()
     };
-    let Some((runtime, registry)) = probe("spin", limits).await else {
-        return;
-    };
+    let (runtime, registry) = probe("spin", limits).await;
     let registry = Arc::new(registry);
     let started = Instant::now();
     // Two spinning guests: as many as worker threads.
@@ -182,9 +155,7 @@ async fn a_wasi_sleep_past_the_deadline_times_out() {
         call_timeout: Duration::from_millis(300),
         ..RuntimeLimits::default()
     };
-    let Some((runtime, registry)) = probe("sleep", limits).await else {
-        return;
-    };
+    let (runtime, registry) = probe("sleep", limits).await;
     let outcome = call(&runtime, &registry, "sleep", r#"{"ms": 10}"#)
         .await
         .unwrap();
@@ -203,9 +174,7 @@ async fn hog_is_stopped_by_the_memory_cap() {
         max_memory_bytes: 16 << 20,
         ..RuntimeLimits::default()
     };
-    let Some((runtime, registry)) = probe("hog", limits).await else {
-        return;
-    };
+    let (runtime, registry) = probe("hog", limits).await;
     let err = call(&runtime, &registry, "hog", "{}").await.unwrap_err();
     assert!(
         matches!(err, CallError::OutOfMemory { limit } if limit == 16 << 20),
@@ -219,9 +188,7 @@ async fn hog_is_stopped_by_the_memory_cap() {
 
 #[tokio::test]
 async fn a_panic_is_a_trap() {
-    let Some((runtime, registry)) = probe("trap", RuntimeLimits::default()).await else {
-        return;
-    };
+    let (runtime, registry) = probe("trap", RuntimeLimits::default()).await;
     let err = call(&runtime, &registry, "trap", "{}").await.unwrap_err();
     let CallError::Trapped { detail } = &err else {
         panic!("expected a trap, got {err:?}");
@@ -232,9 +199,7 @@ async fn a_panic_is_a_trap() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_and_logs_arrive_in_order() {
-    let Some((runtime, registry)) = probe("progress", RuntimeLimits::default()).await else {
-        return;
-    };
+    let (runtime, registry) = probe("progress", RuntimeLimits::default()).await;
     // A small channel: the guest must wait for the reader, not lose events.
     let (sink, mut events) = tokio::sync::mpsc::channel(2);
     let reader = tokio::spawn(async move {
@@ -275,9 +240,7 @@ async fn events_beyond_the_per_call_limit_are_dropped() {
         max_events_per_call: 5,
         ..RuntimeLimits::default()
     };
-    let Some((runtime, registry)) = probe("event-limit", limits).await else {
-        return;
-    };
+    let (runtime, registry) = probe("event-limit", limits).await;
     let (sink, mut events) = tokio::sync::mpsc::channel(100);
     let entry = registry.find("progress").unwrap();
     entry
@@ -293,9 +256,7 @@ async fn events_beyond_the_per_call_limit_are_dropped() {
 
 #[tokio::test]
 async fn the_sandbox_grants_nothing() {
-    let Some((runtime, registry)) = probe("sandbox", RuntimeLimits::default()).await else {
-        return;
-    };
+    let (runtime, registry) = probe("sandbox", RuntimeLimits::default()).await;
     let outcome = call(&runtime, &registry, "env", "{}").await.unwrap();
     let wit::CallOutcome::Complete(result) = &outcome else {
         panic!("expected a complete outcome");
@@ -323,9 +284,7 @@ async fn the_sandbox_grants_nothing() {
 
 #[tokio::test]
 async fn loads_in_file_name_order_and_skips_the_wrong_world() {
-    let Some(paths) = guests(&["hash", "probe", "wrong-world"]) else {
-        return;
-    };
+    let paths = guests(&["hash", "probe", "wrong-world"]);
     let dir = tools_dir(
         "load",
         &[
@@ -365,9 +324,7 @@ async fn loads_in_file_name_order_and_skips_the_wrong_world() {
 
 #[tokio::test]
 async fn duplicate_tool_names_refuse_to_start() {
-    let Some(paths) = guests(&["hash"]) else {
-        return;
-    };
+    let paths = guests(&["hash"]);
     let dir = tools_dir("dup", &[(&paths[0], "one.wasm"), (&paths[0], "two.wasm")]);
     let runtime = runtime(RuntimeLimits::default());
     let err = Registry::load(&runtime, &dir, None).await.unwrap_err();
@@ -382,9 +339,7 @@ async fn duplicate_tool_names_refuse_to_start() {
 
 #[tokio::test]
 async fn second_load_comes_from_the_cache() {
-    let Some(paths) = guests(&["hash"]) else {
-        return;
-    };
+    let paths = guests(&["hash"]);
     let wasm = std::fs::read(&paths[0]).unwrap();
     let cache_dir = temp_dir("cache-artifacts");
     let runtime = runtime(RuntimeLimits::default());
@@ -435,9 +390,7 @@ async fn second_load_comes_from_the_cache() {
 
 #[tokio::test]
 async fn a_relist_is_swapped_in_only_while_its_version_of_the_component_is_loaded() {
-    let Some(paths) = guests(&["hash"]) else {
-        return;
-    };
+    let paths = guests(&["hash"]);
     let dir = tools_dir("relist", &[(&paths[0], "hash.wasm")]);
     let file = dir.join("hash.wasm");
     let runtime = runtime(RuntimeLimits::default());

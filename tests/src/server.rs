@@ -109,6 +109,31 @@ impl ToolsDir {
         self
     }
 
+    /// Makes a FIFO named `file_name` (which nobody writes to: opening it
+    /// to read waits forever).
+    pub fn add_fifo(&self, file_name: &str) -> &Self {
+        let path = self.path().join(file_name);
+        let status = Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .expect("run mkfifo");
+        assert!(status.success(), "mkfifo {} failed", path.display());
+        self
+    }
+
+    /// Writes a sparse file of `len` bytes that starts with `head`: large
+    /// to whoever reads it, and costing no disk space.
+    pub fn add_sparse(&self, file_name: &str, head: &[u8], len: u64) -> &Self {
+        let path = self.path().join(file_name);
+        fs::write(&path, head).expect("write into the tools dir");
+        fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .and_then(|file| file.set_len(len))
+            .expect("extend a sparse file");
+        self
+    }
+
     /// The directory.
     pub fn path(&self) -> &Path {
         self.dir.path()
@@ -273,17 +298,47 @@ impl Airlock {
 }
 
 /// Runs `airlock <args>` to completion and returns (status, stdout, stderr).
+/// Panics, with what it printed, if it has not exited after
+/// [`START_TIMEOUT`] (it is killed then).
 pub fn run_airlock(args: &[&str]) -> (ExitStatus, String, String) {
-    let out = Command::new(airlock_bin())
+    let mut child = Command::new(airlock_bin())
         .args(args)
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("run airlock");
+    let stdout = read_all(child.stdout.take().expect("stdout is piped"));
+    let stderr = read_all(child.stderr.take().expect("stderr is piped"));
+    let deadline = Instant::now() + START_TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("poll airlock") {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "airlock {args:?} did not exit within {START_TIMEOUT:?}; stderr:\n{}",
+                stderr.join().unwrap_or_default()
+            );
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
     (
-        out.status,
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+        status,
+        stdout.join().unwrap_or_default(),
+        stderr.join().unwrap_or_default(),
     )
+}
+
+/// Reads `pipe` to its end on a thread of its own, as text.
+fn read_all(mut pipe: impl Read + Send + 'static) -> JoinHandle<String> {
+    thread::spawn(move || {
+        let mut text = Vec::new();
+        let _ = pipe.read_to_end(&mut text);
+        String::from_utf8_lossy(&text).into_owned()
+    })
 }
 
 /// A running airlock process whose stderr is collected; killed on drop.

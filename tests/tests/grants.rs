@@ -6,6 +6,9 @@
 //! Each test tries the escape for real: a path swapped for a symbolic link
 //! to the host's root (absolute, and as a relative `../` chain), by the test
 //! itself or by a component that can write there, and a read through it.
+//! No grant may be, contain or lie inside the root, `/proc`, `/sys` or
+//! `/dev`, however it is spelled, and a link to them inside a granted
+//! directory leads nowhere.
 
 use std::path::{Path, PathBuf};
 
@@ -268,4 +271,138 @@ fn is_unknown_tool(response: &Value) -> bool {
     response["error"]["message"]
         .as_str()
         .is_some_and(|message| message.contains("Unknown tool"))
+}
+
+/// A fresh state key, as `airlock keygen` prints it.
+fn state_key() -> String {
+    let (status, key, _) = run_airlock(&["keygen"]);
+    assert!(status.success());
+    key.trim().to_owned()
+}
+
+/// The server's own process, its environment with the state keys in it,
+/// through a grant of `/proc`: the component is refused, the keys stay in.
+#[test]
+fn a_grant_of_proc_is_refused_so_the_state_keys_stay_in_the_server() {
+    let key = state_key();
+    let tools = tools_with(Some(&dirs(&[(Path::new("/proc"), "/p", "read-only")])));
+    let server = airlock(&tools).env("AIRLOCK_STATE_KEYS", &key).start_http();
+    let client = server.client();
+    for path in ["/p/self/environ", "/p/1/environ", "/p/self/status"] {
+        let said = call(&client, "read_file", json!({ "path": path }));
+        assert!(
+            !said.to_string().contains(&key),
+            "{path} gave a guest the state keys: {said}"
+        );
+        assert!(
+            is_unknown_tool(&said),
+            "the component must not be served: {said}"
+        );
+    }
+    let log = server.stderr();
+    assert!(
+        log.lines().any(|line| line.contains("skipping component")
+            && line.contains("hostile.toml")
+            && line.contains("[[dirs]] #1")
+            && line.contains("/proc")
+            && line.contains("expose the host")),
+        "the log should name the manifest, the grant and why:\n{log}"
+    );
+    assert_sha256_works(&client);
+    drop(server);
+
+    // Nor may a manifest copy the variable that holds them.
+    tools.add_bytes(
+        "hostile.toml",
+        b"[env]\nKEYS = { from-env = \"AIRLOCK_STATE_KEYS\" }\n",
+    );
+    let server = airlock(&tools).env("AIRLOCK_STATE_KEYS", &key).start_http();
+    let said = call(&server.client(), "env", json!({"name": "KEYS"}));
+    assert!(!said.to_string().contains(&key), "{said}");
+    assert!(is_unknown_tool(&said), "{said}");
+    assert!(server.stderr().contains("holds Airlock's state keys"));
+}
+
+/// Every spelling of a place that exposes the host is the same place, and
+/// refused as a grant: `airlock inspect` says why the component would not
+/// be loaded.
+#[test]
+fn the_host_is_never_granted_however_it_is_spelled() {
+    let tree = Tree::new();
+    std::os::unix::fs::symlink("/proc", tree.path("to-proc")).unwrap();
+    std::os::unix::fs::symlink("/", tree.path("to-root")).unwrap();
+    std::os::unix::fs::symlink(up_to_root(&tree.path("data")), tree.path("data/up")).unwrap();
+    let link = |name: &str| tree.path(name).display().to_string();
+    let mut spellings = vec![
+        "/".to_owned(),
+        "/proc".to_owned(),
+        "/proc/../proc".to_owned(),
+        "/./proc".to_owned(),
+        "/proc/self".to_owned(),
+        "/proc/self/root".to_owned(),
+        "/sys".to_owned(),
+        "/sys/kernel".to_owned(),
+        "/dev".to_owned(),
+        link("to-proc"),
+        link("to-proc/self"),
+        link("to-root"),
+        link("data/up"),
+        link("data/up/proc"),
+    ];
+    if Path::new("/dev/shm").is_dir() {
+        spellings.push("/dev/shm".to_owned());
+    }
+    let tools = ToolsDir::with(&["hostile"]);
+    let component = tools.path().join("hostile.wasm");
+    for spelling in &spellings {
+        tools.add_bytes(
+            "hostile.toml",
+            dirs(&[(Path::new(spelling), "/g", "read-only")]).as_bytes(),
+        );
+        let (status, out, err) = run_airlock(&["inspect", component.to_str().unwrap()]);
+        assert!(
+            !status.success(),
+            "a grant of {spelling} must be refused; inspect said:\n{out}"
+        );
+        assert!(
+            err.contains("would not be loaded")
+                && err.contains("[[dirs]] #1")
+                && err.contains("cannot be granted")
+                && err.contains("expose"),
+            "{spelling}: the refusal should name the grant and why:\n{err}"
+        );
+    }
+}
+
+/// Inside a granted directory, a link to `/proc` or to the root leads
+/// nowhere: the guest's paths are resolved beneath the granted directory
+/// (wasmtime-wasi refuses absolute links and `..` past it).
+#[test]
+fn a_link_to_the_host_inside_a_grant_leads_nowhere() {
+    let tree = Tree::new();
+    std::os::unix::fs::symlink("/proc", tree.path("data/p")).unwrap();
+    std::os::unix::fs::symlink(up_to_root(&tree.path("data")), tree.path("data/up")).unwrap();
+    let tools = tools_with(Some(&dirs(&[(&tree.path("data"), "/data", "read-only")])));
+    let server = serve(&tools, &[]);
+    let client = server.client();
+    assert_ok(
+        &call(&client, "read_file", json!({"path": "/data/allowed.txt"})),
+        ALLOWED,
+    );
+    for path in [
+        "/data/p/self/environ",
+        "/data/p/self/status",
+        "/data/up/proc/self/environ",
+        "/data/up/etc/passwd",
+    ] {
+        assert_refused(
+            &call(&client, "read_file", json!({ "path": path })),
+            &format!("reading {path} through a link inside the grant"),
+        );
+    }
+    assert_refused(
+        &call(&client, "list_dir", json!({"path": "/data/p"})),
+        "listing a link to /proc inside the grant",
+    );
+    assert_sha256_works(&client);
 }

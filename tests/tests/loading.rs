@@ -1,12 +1,21 @@
 //! Loading the tools directory: bad components are skipped with a log line
 //! naming them, duplicate tool names and bad directories stop the server,
 //! the compiled-component cache is reused, and many components load
-//! together.
+//! together. What is not a regular file is refused without waiting on it,
+//! what is too large is refused by its size before it is read, and what a
+//! component lists is bounded so that every page of a list fits the
+//! output limit.
 
-use airlock_e2e::mcp::{complete, text};
+use airlock_e2e::mcp::{complete, no_caps, text, with_meta};
 use airlock_e2e::numbered::{numbered_components, numbered_tool};
-use airlock_e2e::{Airlock, McpClient, ToolCall, ToolsDir};
+use airlock_e2e::{Airlock, McpClient, ToolCall, ToolsDir, run_airlock};
 use serde_json::{Value, json};
+
+/// The header of a component: the magic, the version and the layer.
+const COMPONENT_HEADER: &[u8] = b"\0asm\x0d\0\x01\0";
+
+/// One GiB, in bytes.
+const GIB: u64 = 1 << 30;
 
 /// The stderr lines that mention `needle`.
 fn lines_naming<'a>(stderr: &'a str, needle: &str) -> Vec<&'a str> {
@@ -210,4 +219,154 @@ fn many_distinct_components_load_together_and_list_in_file_order() {
             assert_eq!(text(complete(&response)), numbered_tool(number), "{start}");
         }
     }
+}
+
+/// Asserts that some line of `stderr` says the component `file` was
+/// skipped and contains every one of `words`.
+#[track_caller]
+fn assert_skipped(stderr: &str, file: &str, words: &[&str]) {
+    assert!(
+        lines_naming(stderr, file)
+            .iter()
+            .any(|line| line.contains("skipping component")
+                && words.iter().all(|word| line.contains(word))),
+        "a log line should say {file} was skipped, with {words:?}:\n{stderr}"
+    );
+}
+
+#[test]
+fn a_fifo_for_a_manifest_stops_neither_the_start_nor_inspect() {
+    // Nobody writes to the FIFO: opening it to read would wait forever.
+    let tools = ToolsDir::with(&["hash"]);
+    tools.add_as("deploy", "x.wasm");
+    tools.add_fifo("x.toml");
+    let server = Airlock::new(&tools).start_http();
+    assert_skipped(
+        &server.stderr(),
+        "x.wasm",
+        &["x.toml", "a FIFO, not a regular file"],
+    );
+    assert_eq!(server.client().tool_names(), ["sha256"]);
+    airlock_e2e::flows::sha256(&server.client());
+
+    let component = tools.path().join("x.wasm");
+    let (status, out, err) = run_airlock(&["inspect", component.to_str().unwrap()]);
+    assert!(!status.success(), "inspect must refuse it:\n{out}");
+    assert!(err.contains("x.toml") && err.contains("a FIFO"), "{err}");
+}
+
+#[test]
+fn files_too_large_are_refused_by_their_size_unread() {
+    // Sparse: they take no disk, but reading one whole takes its size in
+    // memory.
+    let tools = ToolsDir::with(&["hash"]);
+    tools.add_sparse("huge.wasm", COMPONENT_HEADER, 2 * GIB);
+    tools.add_as("deploy", "m.wasm");
+    tools.add_sparse("m.toml", b"# a manifest\n", GIB);
+    let server = Airlock::new(&tools).start_http();
+    let stderr = server.stderr();
+    assert_skipped(&stderr, "huge.wasm", &["larger than the limit of 128MiB"]);
+    assert_skipped(
+        &stderr,
+        "m.wasm",
+        &["m.toml", "larger than the limit of 64KiB"],
+    );
+    assert_eq!(server.client().tool_names(), ["sha256"]);
+    // Neither was read: the most the server ever held is far below them.
+    let peak = server.memory().peak_kib;
+    assert!(
+        peak < 512 << 10,
+        "the server peaked at {peak} KiB: it read a file it should have refused unread"
+    );
+
+    let huge = tools.path().join("huge.wasm");
+    let (status, out, err) = run_airlock(&["inspect", huge.to_str().unwrap()]);
+    assert!(!status.success(), "inspect must refuse it:\n{out}");
+    assert!(err.contains("larger than the limit of 128MiB"), "{err}");
+    // The limit is a setting.
+    let (status, _, err) = run_airlock(&[
+        "inspect",
+        "--max-component-size",
+        "64KiB",
+        tools.path().join("m.wasm").to_str().unwrap(),
+    ]);
+    assert!(!status.success());
+    assert!(err.contains("larger than the limit of 64KiB"), "{err}");
+}
+
+#[test]
+fn a_component_listing_an_oversized_schema_is_refused_and_named() {
+    // big-schema lists one tool whose input schema is 8 MiB: served, one
+    // page of tools/list would be 8 MiB, past the 1 MiB output limit.
+    let tools = ToolsDir::with(&["hash", "big-schema"]);
+    let server = Airlock::new(&tools).start_http();
+    assert_skipped(
+        &server.stderr(),
+        "big_schema.wasm",
+        &["tool `big_schema`", "--max-schema"],
+    );
+    let client = server.client();
+    let (_, reply) = client.send("tools/list", with_meta(json!({}), no_caps()));
+    assert!(
+        reply.body.len() <= 1 << 20,
+        "a tools/list reply of {} bytes, past the output limit",
+        reply.body.len()
+    );
+    assert_eq!(client.tool_names(), ["sha256"]);
+    airlock_e2e::flows::sha256(&client);
+}
+
+#[test]
+fn list_pages_are_bounded_in_bytes_by_the_output_limit() {
+    const COUNT: usize = 24;
+    const LIMIT: usize = 2 << 10;
+    let tools = ToolsDir::with(&["hash"]);
+    for (number, copy) in numbered_components(COUNT).iter().enumerate() {
+        tools.add_bytes(&format!("{}.wasm", numbered_tool(number)), copy);
+    }
+    let server = Airlock::new(&tools)
+        .args(["--max-output", "2KiB"])
+        .start_http();
+    let client = server.client();
+    let mut names = Vec::new();
+    let mut cursor = None;
+    let mut pages = 0;
+    loop {
+        let params = match &cursor {
+            Some(cursor) => json!({ "cursor": cursor }),
+            None => json!({}),
+        };
+        let (_, reply) = client.send("tools/list", with_meta(params, no_caps()));
+        let response: Value = serde_json::from_slice(&reply.body).expect("a JSON reply");
+        let result = complete(&response);
+        // The page's own members, as encoded: what the output limit bounds.
+        let mut page = serde_json::Map::new();
+        page.insert("tools".to_owned(), result["tools"].clone());
+        if let Some(next) = result.get("nextCursor") {
+            page.insert("nextCursor".to_owned(), next.clone());
+        }
+        let bytes = Value::Object(page).to_string().len();
+        assert!(
+            bytes <= LIMIT,
+            "a page of {bytes} bytes, past --max-output 2KiB"
+        );
+        pages += 1;
+        names.extend(
+            result["tools"]
+                .as_array()
+                .expect("a tools array")
+                .iter()
+                .map(|tool| tool["name"].as_str().unwrap_or_default().to_owned()),
+        );
+        match result.get("nextCursor") {
+            Some(next) if !next.is_null() => cursor = Some(next.clone()),
+            _ => break,
+        }
+    }
+    assert!(pages > 1, "{COUNT} tools fit on one page of 2 KiB?");
+    let mut expected: Vec<String> = (0..COUNT).map(numbered_tool).collect();
+    expected.push("sha256".to_owned());
+    names.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(names, expected, "every tool, each once");
 }

@@ -5,11 +5,15 @@
 //!
 //! The server polls every 50 ms. Tests wait for the outcome of a reload
 //! (a list that changed, a log line, a notification) with a deadline.
+//! Files that are not regular files or are too large are refused without
+//! stalling the reloads or the server, and a change made while the server
+//! loads its components is not lost.
 
 use airlock_e2e::mcp::{
     assert_subscription_note, complete, elicit, error_code, error_message, input_request_keys,
     input_required, text,
 };
+use airlock_e2e::numbered::{numbered_components, numbered_tool};
 use airlock_e2e::{
     Airlock, HttpServer, McpClient, ToolCall, ToolsDir, code, flows, listen, wait_until,
 };
@@ -288,4 +292,106 @@ fn a_broken_file_added_at_runtime_is_skipped() {
     wait_for_tools(&client, &["confirm", "deploy", "sha256"]);
     flows::deploy_staging(&client);
     flows::sha256(&client);
+}
+
+#[test]
+fn a_fifo_beside_a_component_stalls_neither_reloads_nor_a_one_thread_server() {
+    // One worker thread, as a one-CPU pod gets: a reload that waited on the
+    // FIFO there would stop the server answering.
+    let tools = ToolsDir::with(&["hash"]);
+    let server = Airlock::new(&tools)
+        .args([
+            "--reload-interval",
+            RELOAD_INTERVAL,
+            "--worker-threads",
+            "1",
+        ])
+        .start_http();
+    let client = server.client();
+
+    // Nobody writes to the FIFO: opening it to read would wait forever.
+    tools.add_fifo("x.toml");
+    tools.publish_as("deploy", "x.wasm");
+    let line = wait_for_log_lines(&server, &["skipping component", "x.wasm"], 1);
+    assert!(
+        line.contains("x.toml") && line.contains("a FIFO, not a regular file"),
+        "{line}"
+    );
+    flows::sha256(&client);
+
+    // Later changes are still picked up.
+    tools.publish_as("watcher", "later.wasm");
+    wait_for_tools(&client, &["hold", "relist", "sha256", "touch"]);
+    flows::sha256(&client);
+}
+
+#[test]
+fn files_too_large_added_at_runtime_are_refused_by_their_size_unread() {
+    let tools = ToolsDir::with(&["hash"]);
+    let server = serve_reloading(&tools);
+    let client = server.client();
+    let (growth_kib, ()) = server.peak_growth(|| {
+        // Sparse: they take no disk, but reading one whole takes its size
+        // in memory. The manifest first, so that its component is never
+        // loaded without it.
+        tools.add_sparse("huge.wasm", b"\0asm\x0d\0\x01\0", 2 << 30);
+        tools.add_sparse("m.toml", b"# a manifest\n", 256 << 20);
+        tools.publish_as("deploy", "m.wasm");
+        let huge = wait_for_log_lines(&server, &["skipping component", "huge.wasm"], 1);
+        assert!(huge.contains("larger than the limit of 128MiB"), "{huge}");
+        let manifest = wait_for_log_lines(&server, &["skipping component", "m.wasm"], 1);
+        assert!(
+            manifest.contains("m.toml") && manifest.contains("larger than the limit of 64KiB"),
+            "{manifest}"
+        );
+    });
+    assert!(
+        growth_kib < 64 << 10,
+        "the server grew by {growth_kib} KiB while refusing files of 2 GiB and 256 MiB: \
+         it read what it should have refused unread"
+    );
+    assert_eq!(client.tool_names(), ["sha256"]);
+    flows::sha256(&client);
+}
+
+#[test]
+fn a_component_published_while_the_server_loads_is_served() {
+    // Enough components that the start-up load takes a while; the compile
+    // cache shows when it is under way (an artifact is written once a
+    // component is compiled, after the directory was read).
+    let tools = ToolsDir::with(&["hash"]);
+    for (number, copy) in numbered_components(16).iter().enumerate() {
+        tools.add_bytes(&format!("{}.wasm", numbered_tool(number)), copy);
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let airlock = Airlock::new(&tools)
+        .with_cache()
+        .arg("--cache-dir")
+        .arg(cache.path())
+        .args(["--reload-interval", RELOAD_INTERVAL]);
+    let starting = std::thread::spawn(move || airlock.start_http());
+    wait_until("the start-up load to be under way", || {
+        let artifacts = std::fs::read_dir(cache.path())
+            .map_err(|err| err.to_string())?
+            .flatten()
+            .filter(|entry| entry.path().extension().is_some_and(|ext| ext == "cwasm"))
+            .count();
+        if artifacts > 0 {
+            Ok(())
+        } else {
+            Err("no compiled component yet".to_owned())
+        }
+    });
+    tools.publish_as("deploy", "deploy.wasm");
+    let server = starting.join().expect("the server starts");
+    let client = server.client();
+    wait_until("deploy.wasm to be served", || {
+        let names = client.tool_names();
+        if names.iter().any(|name| name == "deploy") {
+            Ok(())
+        } else {
+            Err(format!("{names:?}"))
+        }
+    });
+    flows::deploy_staging(&client);
 }

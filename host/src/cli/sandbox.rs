@@ -29,7 +29,8 @@ pub struct SandboxOptions {
           value_parser = values::duration(MIN_TIMEOUT))]
     pub task_round_timeout: Duration,
     /// Largest reply one call may produce, encoded (result, input requests, prompt, resource
-    /// contents, completion); also the most log and progress text one call may send.
+    /// contents, completion), and largest page of a list; also the most log and progress text one
+    /// call may send.
     #[arg(long, value_name = "SIZE", default_value = "1MiB",
           value_parser = values::size(MIN_OUTPUT_BYTES, u64::MAX))]
     pub max_output: u64,
@@ -58,7 +59,25 @@ pub struct SandboxOptions {
     /// lines.
     #[arg(long, value_name = "FILE")]
     pub secrets_file: Option<PathBuf>,
+
+    /// Largest component file loaded; a larger one is refused by its size, unread.
+    #[arg(long, value_name = "SIZE", default_value = "128MiB", help_heading = COMPONENTS,
+          value_parser = values::size(1 << 10, u64::MAX))]
+    pub max_component_size: u64,
+    /// Largest input or output schema of one tool; a component listing a larger one is refused.
+    #[arg(long, value_name = "SIZE", default_value = "256KiB", help_heading = COMPONENTS,
+          value_parser = values::size(1 << 10, u64::MAX))]
+    pub max_schema: u64,
+    /// Most bytes everything one component lists (tools, prompts, resources, templates) may take
+    /// as clients get it; a component listing more is refused. Each item must also fit one page
+    /// of its list, which --max-output bounds.
+    #[arg(long, value_name = "SIZE", default_value = "4MiB", help_heading = COMPONENTS,
+          value_parser = values::size(1 << 10, u64::MAX))]
+    pub max_listing: u64,
 }
+
+/// The heading of the options that bound what a component may be and list.
+const COMPONENTS: &str = "Components";
 
 impl SandboxOptions {
     /// The settings these options give; `limits` holds what other options
@@ -75,6 +94,9 @@ impl SandboxOptions {
                 max_http_fields_bytes: saturate(self.max_http_fields),
                 max_content_blocks: saturate(self.max_content_blocks),
                 max_input_requests: saturate(self.max_input_requests),
+                max_component_bytes: self.max_component_size,
+                max_schema_bytes: saturate(self.max_schema),
+                max_listing_bytes: saturate(self.max_listing),
                 ..limits
             },
             secrets_file: self.secrets_file,

@@ -16,7 +16,9 @@
 //! depend on a place a guest can write: [`check_nesting`] refuses a grant
 //! whose path passes through, or ends inside, a read-write grant (of the
 //! same component or of another one), and [`ProtectedPaths`] keeps
-//! Airlock's own files out of every grant.
+//! Airlock's own files out of every grant. Whatever a manifest says, no
+//! grant is, contains or lies inside a place that exposes the host itself
+//! (the root, `/proc`, `/sys`, `/dev`: see `policy/pseudo_fs`).
 
 use std::fs::File;
 use std::os::unix::fs::MetadataExt as _;
@@ -67,6 +69,7 @@ impl GrantedDir {
     pub fn open(path: &Path, guest: &str, mode: DirMode) -> Result<GrantedDir, String> {
         let (host, traversed, seen) =
             resolve(path).map_err(|err| format!("cannot be granted: {err}"))?;
+        super::pseudo_fs::check(&host).map_err(|why| format!("cannot be granted: it {why}"))?;
         let held = open_no_follow(&host).map_err(|err| {
             format!(
                 "resolves to {}, which cannot be opened: {err}",
@@ -389,6 +392,54 @@ mod tests {
             check_nesting([(a, &inner), (b, &elsewhere), (b, &ro)]).is_ok(),
             "apart"
         );
+    }
+
+    #[test]
+    fn the_host_itself_is_never_granted_however_it_is_spelled() {
+        let root = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/proc", root.path().join("to-proc")).unwrap();
+        std::os::unix::fs::symlink("/", root.path().join("to-root")).unwrap();
+        let depth = root.path().canonicalize().unwrap().components().count();
+        let up = vec![".."; depth + 1].join("/");
+        std::os::unix::fs::symlink(&up, root.path().join("up")).unwrap();
+        let in_temp = |name: &str| root.path().join(name).display().to_string();
+        let spellings = [
+            "/".to_owned(),
+            "/proc".to_owned(),
+            "/proc/".to_owned(),
+            "/proc/../proc".to_owned(),
+            "/./proc".to_owned(),
+            "//proc".to_owned(),
+            "/proc/self".to_owned(),
+            "/proc/self/root".to_owned(),
+            "/proc/self/fd/..".to_owned(),
+            "/sys".to_owned(),
+            "/sys/kernel".to_owned(),
+            "/dev".to_owned(),
+            in_temp("to-proc"),
+            in_temp("to-proc/self"),
+            in_temp("to-root"),
+            in_temp("up"),
+            in_temp("up/proc"),
+            in_temp("up/sys/kernel"),
+        ];
+        for spelling in &spellings {
+            for mode in [DirMode::ReadOnly, DirMode::ReadWrite] {
+                let err = GrantedDir::open(Path::new(spelling), "/g", mode).unwrap_err();
+                assert!(
+                    err.starts_with("cannot be granted: it ")
+                        && (err.contains("exposes the whole host")
+                            || err.contains("expose the host")),
+                    "{spelling}: {err}"
+                );
+            }
+        }
+        if Path::new("/dev/shm").is_dir() {
+            let err = GrantedDir::open(Path::new("/dev/shm"), "/g", DirMode::ReadOnly).unwrap_err();
+            assert!(err.contains("in /dev"), "{err}");
+        }
+        // A directory of its own is still granted.
+        assert!(GrantedDir::open(root.path(), "/g", DirMode::ReadOnly).is_ok());
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! memory = "32MiB"         # at most the server's --max-memory
 //! timeout = "2s"            # wall-clock deadline of each call
 //! fuel = 50_000_000         # instructions (roughly) per call; needs --enable-fuel
-//! max-output = "256KiB"     # largest reply of one call, encoded
+//! max-output = "256KiB"     # largest reply of one call, encoded; at most --max-output
 //! max-concurrent = 4        # instances of this component running at once
 //!
 //! [[dirs]]
@@ -41,6 +41,7 @@ use serde::Deserialize;
 
 use crate::quotas;
 use crate::units;
+use crate::untrusted_file;
 
 /// A parsed manifest, not yet resolved against the host (see
 /// [`Policy::resolve`](super::Policy::resolve)).
@@ -140,10 +141,28 @@ pub struct ToolSettings {
     pub rate_limit_burst: Option<NonZeroU32>,
 }
 
+/// Largest manifest read, in bytes: a manifest is a few lines, and a
+/// larger file is refused unread.
+pub const MAX_MANIFEST_BYTES: u64 = 64 << 10;
+
 impl Manifest {
     /// The manifest path of a component: `NAME.toml` beside `NAME.wasm`.
     pub fn path_for(component: &Path) -> PathBuf {
         component.with_extension("toml")
+    }
+
+    /// The text of the manifest at `path`, `None` if there is none. A
+    /// manifest must be a regular file of at most [`MAX_MANIFEST_BYTES`] in
+    /// UTF-8: anything else (a FIFO, a device, a huge file) is refused
+    /// without waiting on it or reading it whole. The error says why.
+    pub fn read(path: &Path) -> Result<Option<String>, String> {
+        match untrusted_file::read(path, MAX_MANIFEST_BYTES) {
+            Ok(bytes) => String::from_utf8(bytes)
+                .map(Some)
+                .map_err(|_| "cannot read it: it is not UTF-8 text".to_owned()),
+            Err(err) if err.is_not_found() => Ok(None),
+            Err(err) => Err(format!("not read: {err}")),
+        }
     }
 
     /// Parses manifest text; the error names `file`, the line and the

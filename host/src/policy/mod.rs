@@ -11,6 +11,7 @@
 
 pub mod grants;
 pub mod manifest;
+mod pseudo_fs;
 
 use std::collections::BTreeMap;
 use std::path::{Component as PathPart, Path, PathBuf};
@@ -20,6 +21,7 @@ use std::time::Duration;
 pub use self::grants::{GrantedDir, ProtectedPaths};
 use self::manifest::{DirMode, Manifest};
 use crate::quotas::RateLimit;
+use crate::state::STATE_KEYS_ENV;
 use crate::units::{format_duration, format_size};
 
 /// The smallest `[limits] memory` a manifest may ask (the server's
@@ -198,15 +200,14 @@ impl Policy {
 
     /// The policy of the component at `component`: its manifest's, if the
     /// file exists, else [`Policy::deny_all`]. The error names the manifest
-    /// and what is wrong.
+    /// and what is wrong. Blocks (it reads the manifest and resolves its
+    /// grants): call it off the threads that serve requests.
     pub fn load_for(component: &Path, context: &PolicyContext<'_>) -> Result<Policy, String> {
         let path = Manifest::path_for(component);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Policy::deny_all(&context.defaults));
-            }
-            Err(err) => return Err(format!("cannot read {}: {err}", path.display())),
+        let text = match Manifest::read(&path) {
+            Ok(Some(text)) => text,
+            Ok(None) => return Ok(Policy::deny_all(&context.defaults)),
+            Err(why) => return Err(format!("{}: {why}", path.display())),
         };
         let manifest = Manifest::parse(&text, &path)?;
         Policy::resolve(&manifest, &path, context)
@@ -255,10 +256,15 @@ impl Policy {
             policy.limits.fuel = Some(fuel);
         }
         if let Some(bytes) = limits.max_output {
-            if bytes < MIN_OUTPUT_BYTES {
+            // The server's --max-output bounds every reply a client gets
+            // (a page of a list too): a component may only lower it.
+            let max = defaults.max_output_bytes as u64;
+            if !(MIN_OUTPUT_BYTES..=max).contains(&bytes) {
                 return Err(format!(
-                    "[limits] max-output must be at least {}",
-                    format_size(MIN_OUTPUT_BYTES)
+                    "[limits] max-output = \"{}\": must be between {} and the server's --max-output ({})",
+                    format_size(bytes),
+                    format_size(MIN_OUTPUT_BYTES),
+                    format_size(max)
                 ));
             }
             policy.limits.max_output_bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
@@ -302,6 +308,11 @@ impl Policy {
             }
             let value = match (&source.value, &source.from_env, &source.secret) {
                 (Some(value), None, None) => value.clone(),
+                (None, Some(var), None) if var == STATE_KEYS_ENV => {
+                    return Err(format!(
+                        "{key}: from-env = {var:?} holds Airlock's state keys, which no manifest may grant"
+                    ));
+                }
                 (None, Some(var), None) => std::env::var(var).map_err(|_| {
                     format!("{key}: from-env = {var:?} is not set in Airlock's environment")
                 })?,
@@ -518,7 +529,11 @@ mod tests {
             ),
             (
                 "[limits]\nmax-output = \"1B\"\n",
-                "max-output must be at least 1KiB",
+                "max-output = \"1B\": must be between 1KiB and the server's --max-output (1MiB)",
+            ),
+            (
+                "[limits]\nmax-output = \"2MiB\"\n",
+                "max-output = \"2MiB\": must be between 1KiB and the server's --max-output (1MiB)",
             ),
             ("[limits]\nfuel = 10\n", "--enable-fuel"),
             ("[limits]\nmax-concurrent = 0\n", "max-concurrent"),
@@ -541,6 +556,10 @@ mod tests {
             (
                 "[env]\nX = { secret = \"nope\" }\n",
                 "not in the secrets file",
+            ),
+            (
+                "[env]\nX = { from-env = \"AIRLOCK_STATE_KEYS\" }\n",
+                "holds Airlock's state keys",
             ),
             (
                 "[env]\nX = { value = \"a\", secret = \"token\" }\n",

@@ -2,6 +2,11 @@
 //! `tools/list`, `prompts/list`, `resources/list` and
 //! `resources/templates/list`, and the tools' `x-mcp-header` annotations.
 //!
+//! A page holds at most `page_size` items, and its result (`{"tools": [...],
+//! "nextCursor": ...}`) is at most the server's output limit
+//! (`--max-output`), the bound of every reply: the registry refuses at load
+//! an item that would not fit on a page alone.
+//!
 //! A [`Catalog`] belongs to one [`Registry`] and never changes; when the
 //! registry is replaced, the server builds a new catalog and swaps it in, and
 //! requests already running keep the one they started with.
@@ -31,8 +36,13 @@ pub(crate) struct Catalog {
 }
 
 impl Catalog {
-    /// Encodes everything `registry` lists, `page_size` items a page.
-    pub(crate) fn new(registry: Arc<Registry>, page_size: usize) -> anyhow::Result<Catalog> {
+    /// Encodes everything `registry` lists, at most `page_size` items and
+    /// `max_page_bytes` (the output limit) a page.
+    pub(crate) fn new(
+        registry: Arc<Registry>,
+        page_size: usize,
+        max_page_bytes: usize,
+    ) -> anyhow::Result<Catalog> {
         let mut tools = Vec::with_capacity(registry.tools().len());
         let mut param_headers = HashMap::new();
         for entry in registry.tools() {
@@ -65,11 +75,12 @@ impl Catalog {
             .iter()
             .map(|t| encode(&wire::resource_template(&t.item().listed)))
             .collect::<anyhow::Result<_>>()?;
+        let pages = |items, field| Pages::new(items, page_size, max_page_bytes, field);
         Ok(Catalog {
-            tools: Pages::new(tools, page_size),
-            prompts: Pages::new(prompts, page_size),
-            resources: Pages::new(resources, page_size),
-            templates: Pages::new(templates, page_size),
+            tools: pages(tools, TOOLS)?,
+            prompts: pages(prompts, PROMPTS)?,
+            resources: pages(resources, RESOURCES)?,
+            templates: pages(templates, TEMPLATES)?,
             param_headers,
             registry,
         })
@@ -81,18 +92,53 @@ fn encode(value: &impl Serialize) -> anyhow::Result<Box<RawValue>> {
     Ok(RawValue::from_string(serde_json::to_string(value)?)?)
 }
 
+/// The member of `tools/list` results that holds the tools.
+pub(crate) const TOOLS: &str = "tools";
+/// The member of `prompts/list` results that holds the prompts.
+pub(crate) const PROMPTS: &str = "prompts";
+/// The member of `resources/list` results that holds the resources.
+pub(crate) const RESOURCES: &str = "resources";
+/// The member of `resources/templates/list` results that holds the
+/// templates.
+pub(crate) const TEMPLATES: &str = "resourceTemplates";
+
 /// One list, cut into pages of pre-encoded items.
 #[derive(Default)]
 pub(crate) struct Pages(Vec<Vec<Box<RawValue>>>);
 
 impl Pages {
-    fn new(items: Vec<Box<RawValue>>, page_size: usize) -> Pages {
-        let mut items = items.into_iter().peekable();
+    /// `items` in pages of at most `page_size` items, each page's result
+    /// (its items under `field`, and the next cursor) at most `max_bytes`.
+    /// Fails if one item does not fit on a page alone.
+    fn new(
+        items: Vec<Box<RawValue>>,
+        page_size: usize,
+        max_bytes: usize,
+        field: &str,
+    ) -> anyhow::Result<Pages> {
+        let budget = max_bytes.saturating_sub(frame_bytes(field));
         let mut pages = Vec::new();
-        while items.peek().is_some() {
-            pages.push(items.by_ref().take(page_size.max(1)).collect());
+        let mut page: Vec<Box<RawValue>> = Vec::new();
+        let mut used = 0;
+        for item in items {
+            let bytes = item.get().len();
+            anyhow::ensure!(
+                bytes <= budget,
+                "an item of `{field}` takes {bytes} bytes, more than a page holds within the output limit of {max_bytes} bytes"
+            );
+            // A comma before every item but the first of a page.
+            let full = page.len() >= page_size.max(1) || used + 1 + bytes > budget;
+            if !page.is_empty() && full {
+                pages.push(std::mem::take(&mut page));
+                used = 0;
+            }
+            used += bytes + usize::from(!page.is_empty());
+            page.push(item);
         }
-        Pages(pages)
+        if !page.is_empty() {
+            pages.push(page);
+        }
+        Ok(Pages(pages))
     }
 
     /// Whether both lists hold the same items in the same order.
@@ -156,6 +202,12 @@ impl Serialize for ListResult<'_> {
     }
 }
 
+/// What the result of a page of `field` takes besides its items, at most:
+/// `{"<field>":[`, `]`, the longest `,"nextCursor":"…"` and `}`.
+fn frame_bytes(field: &str) -> usize {
+    format!(r#"{{"{field}":[],"nextCursor":""}}"#).len() + encode_cursor(usize::MAX).len()
+}
+
 /// Cursors are opaque to clients: `page-<n>` in Base64url.
 fn encode_cursor(page: usize) -> String {
     use base64::Engine as _;
@@ -177,11 +229,33 @@ fn decode_cursor(cursor: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::listed_size;
+    use crate::registry::validate::PAGE_FRAME_BYTES;
+    use crate::runtime::{wit, wit_prompts, wit_resources};
 
     fn items(n: usize) -> Vec<Box<RawValue>> {
         (0..n)
             .map(|i| RawValue::from_string(i.to_string()).unwrap())
             .collect()
+    }
+
+    fn pages(items: Vec<Box<RawValue>>, page_size: usize) -> Pages {
+        Pages::new(items, page_size, 1 << 20, TOOLS).unwrap()
+    }
+
+    /// Every page of `pages`, in order, as its result is encoded.
+    fn encoded(pages: &Pages, field: &'static str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut cursor: Option<Value> = None;
+        loop {
+            let page = pages.page(cursor.as_ref()).unwrap();
+            let next = page.next_cursor.clone();
+            out.push(serde_json::to_string(&ListResult { field, page }).unwrap());
+            match next {
+                Some(next) => cursor = Some(Value::String(next)),
+                None => return out,
+            }
+        }
     }
 
     #[test]
@@ -193,7 +267,7 @@ mod tests {
 
     #[test]
     fn pages_follow_their_cursors() {
-        let pages = Pages::new(items(5), 2);
+        let pages = pages(items(5), 2);
         let first = pages.page(None).unwrap();
         assert_eq!(first.items.len(), 2);
         let second = pages
@@ -207,9 +281,136 @@ mod tests {
         assert!(pages.page(Some(&Value::String("bogus".into()))).is_err());
         assert!(pages.page(Some(&Value::from(3))).is_err());
         assert!(pages.page(Some(&Value::String(encode_cursor(9)))).is_err());
-        let empty = Pages::new(items(0), 2);
+        let empty = Pages::new(items(0), 2, 1 << 20, TOOLS).unwrap();
         assert!(empty.page(None).unwrap().items.is_empty());
-        assert!(pages.same_as(&Pages::new(items(5), 3)));
-        assert!(!pages.same_as(&Pages::new(items(4), 2)));
+        assert!(pages.same_as(&Pages::new(items(5), 3, 1 << 20, TOOLS).unwrap()));
+        assert!(!pages.same_as(&Pages::new(items(4), 2, 1 << 20, TOOLS).unwrap()));
+    }
+
+    #[test]
+    fn a_page_never_exceeds_the_output_limit() {
+        // Items of many sizes, some close to what a page holds alone.
+        let limit = 1024;
+        let sizes = [10, 500, 300, 871, 1, 200, 200, 200, 700, 3, 880];
+        let items: Vec<Box<RawValue>> = sizes
+            .iter()
+            .map(|&n| RawValue::from_string(format!("\"{}\"", "x".repeat(n))).unwrap())
+            .collect();
+        let all: Vec<String> = items.iter().map(|i| i.get().to_owned()).collect();
+        for field in [TOOLS, PROMPTS, RESOURCES, TEMPLATES] {
+            let pages = Pages::new(items.clone(), 100, limit, field).unwrap();
+            let pages = encoded(&pages, field);
+            assert!(pages.len() > 1, "{field}: one page");
+            let mut seen = Vec::new();
+            for page in &pages {
+                assert!(
+                    page.len() <= limit,
+                    "{field}: a page of {} bytes",
+                    page.len()
+                );
+                let value: Value = serde_json::from_str(page).unwrap();
+                seen.extend(
+                    value[field]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(Value::to_string),
+                );
+            }
+            assert_eq!(seen, all, "{field}: every item, in order, once");
+        }
+        // One item larger than a page alone is a bug of the caller.
+        let huge = vec![RawValue::from_string(format!("\"{}\"", "x".repeat(limit))).unwrap()];
+        assert!(Pages::new(huge, 100, limit, TOOLS).is_err());
+    }
+
+    #[test]
+    fn the_page_frame_the_registry_allows_for_is_enough() {
+        for field in [TOOLS, PROMPTS, RESOURCES, TEMPLATES] {
+            assert!(frame_bytes(field) <= PAGE_FRAME_BYTES, "{field}");
+        }
+    }
+
+    /// A text that escapes to six times its length.
+    fn escaped(n: usize) -> String {
+        "\u{1}".repeat(n)
+    }
+
+    #[test]
+    fn the_size_the_registry_measures_bounds_the_encoding() {
+        let annotations = wit::Annotations {
+            audience: vec![wit::Role::User, wit::Role::Assistant, wit::Role::User],
+            priority: Some(-1.234_567_890_123_456_7e-308),
+            last_modified: Some(escaped(3)),
+        };
+        let tool = wit::Tool {
+            name: "t".repeat(64),
+            title: Some(escaped(5)),
+            description: escaped(7),
+            input_schema: r#"{ "type" : "object" }"#.to_owned(),
+            output_schema: Some(r#"{"type":"object"}"#.to_owned()),
+            annotations: Some(wit::ToolAnnotations {
+                title: Some(escaped(2)),
+                read_only_hint: Some(false),
+                destructive_hint: Some(false),
+                idempotent_hint: Some(false),
+                open_world_hint: Some(false),
+            }),
+            task_support: wit::TaskSupport::Optional,
+        };
+        let listed = encode(&wire::tool(&tool).unwrap()).unwrap();
+        assert!(
+            listed.get().len() <= listed_size::tool(&tool),
+            "{}",
+            listed.get()
+        );
+        let prompt = wit_prompts::Prompt {
+            name: "p".repeat(64),
+            title: Some(escaped(5)),
+            description: escaped(7),
+            arguments: (0..5)
+                .map(|i| wit_prompts::PromptArgument {
+                    name: format!("a{i}"),
+                    title: Some(escaped(1)),
+                    description: Some(escaped(2)),
+                    required: false,
+                })
+                .collect(),
+        };
+        let listed = encode(&wire::prompt(&prompt)).unwrap();
+        assert!(
+            listed.get().len() <= listed_size::prompt(&prompt),
+            "{}",
+            listed.get()
+        );
+        let resource = wit_resources::Resource {
+            uri: format!("a://{}", escaped(4)),
+            name: escaped(3),
+            title: Some(escaped(5)),
+            description: Some(escaped(7)),
+            mime_type: Some(escaped(2)),
+            size: Some(u64::MAX),
+            annotations: Some(annotations.clone()),
+        };
+        let listed = encode(&wire::resource(&resource)).unwrap();
+        assert!(
+            listed.get().len() <= listed_size::resource(&resource),
+            "{}",
+            listed.get()
+        );
+        let template = wit_resources::ResourceTemplate {
+            uri_template: format!("a://{{x}}{}", escaped(4)),
+            name: escaped(3),
+            title: Some(escaped(5)),
+            description: Some(escaped(7)),
+            mime_type: Some(escaped(2)),
+            annotations: Some(annotations),
+        };
+        let listed = encode(&wire::resource_template(&template)).unwrap();
+        assert!(
+            listed.get().len() <= listed_size::template(&template),
+            "{}",
+            listed.get()
+        );
     }
 }

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 
 use super::answer::{Answer, Reply};
-use super::catalog::{Catalog, ListResult, Pages};
+use super::catalog::{self, Catalog, ListResult, Pages};
 use super::completion;
 use super::context::{Notifier, ProtocolSettings, RequestContext, Services};
 use super::envelope::{self, PROTOCOL_VERSION, SUPPORTED_VERSIONS};
@@ -59,7 +59,11 @@ impl Server {
         sealer: StateSealer,
         settings: ProtocolSettings,
     ) -> anyhow::Result<Self> {
-        let catalog = Catalog::new(registry, settings.page_size)?;
+        let catalog = Catalog::new(
+            registry,
+            settings.page_size,
+            runtime.limits().max_output_bytes,
+        )?;
         let server_info = RawValue::from_string(
             json!({ "name": "airlock", "version": env!("CARGO_PKG_VERSION") }).to_string(),
         )?;
@@ -132,7 +136,11 @@ impl Server {
         registry: Registry,
         also: &[ServerChange],
     ) -> anyhow::Result<()> {
-        let new = Arc::new(Catalog::new(Arc::new(registry), self.settings.page_size)?);
+        let new = Arc::new(Catalog::new(
+            Arc::new(registry),
+            self.settings.page_size,
+            self.runtime.limits().max_output_bytes,
+        )?);
         let old = std::mem::replace(
             &mut *self
                 .catalog
@@ -323,20 +331,20 @@ impl Server {
         };
         match method {
             Method::ServerDiscover => Ok(self.discover()),
-            Method::ToolsList => self.list(request, &catalog.tools, "tools"),
+            Method::ToolsList => self.list(request, &catalog.tools, catalog::TOOLS),
             Method::ToolsCall => {
                 self.admit_call(request, catalog, context.principal)?;
                 run_round::<ToolCall>(self.services(), request, catalog, &meta, context, notifier)
                     .await
             }
-            Method::PromptsList => self.list(request, &catalog.prompts, "prompts"),
+            Method::PromptsList => self.list(request, &catalog.prompts, catalog::PROMPTS),
             Method::PromptsGet => {
                 run_round::<PromptGet>(self.services(), request, catalog, &meta, context, notifier)
                     .await
             }
-            Method::ResourcesList => self.list(request, &catalog.resources, "resources"),
+            Method::ResourcesList => self.list(request, &catalog.resources, catalog::RESOURCES),
             Method::ResourceTemplatesList => {
-                self.list(request, &catalog.templates, "resourceTemplates")
+                self.list(request, &catalog.templates, catalog::TEMPLATES)
             }
             Method::ResourcesRead => {
                 let services = self.services();

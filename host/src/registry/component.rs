@@ -7,10 +7,11 @@ use std::sync::Arc;
 use tracing::info;
 
 use super::cache::{CompileCache, Origin};
-use super::validate;
+use super::validate::{self, ListingLimits};
 use crate::policy::Policy;
 use crate::policy::manifest::Manifest;
 use crate::runtime::{CallError, CheckedComponent, ListError, Listing, Runtime};
+use crate::untrusted_file::{FileError, RegularFile};
 
 /// A compiled, linked and listed component.
 pub(crate) struct Component {
@@ -62,19 +63,24 @@ impl FileStamp {
 }
 
 impl Component {
-    /// Compiles (or loads from the cache), links and lists the component at
-    /// `path`. The error is the reason to skip it, for one log line.
+    /// Reads the manifest and the file, compiles (or loads from the cache),
+    /// links and lists the component at `path`. The error is the reason to
+    /// skip it, for one log line.
     pub(crate) async fn load(
         runtime: &Arc<Runtime>,
         path: &Path,
         cache: Option<&CompileCache>,
     ) -> Result<Component, String> {
-        let stamp = component_stamp(path).map_err(|err| format!("cannot read it: {err}"))?;
-        let policy = Arc::new(Policy::load_for(path, &runtime.policy_context())?);
-        // Reading and compiling block for tens of milliseconds: keep them off
-        // the async worker threads.
-        let (compiled, origin) = {
-            let engine = runtime.engine().clone();
+        // Everything that touches the files (the manifest, its grants, the
+        // component) blocks, on a file system anyone may have filled: keep
+        // it off the threads that serve requests.
+        let Compiled {
+            stamp,
+            policy,
+            code,
+            origin,
+        } = {
+            let runtime = runtime.clone();
             let cache = cache.cloned();
             let path = path.to_owned();
             // Keep the caller's subscriber and span for the cache's log lines.
@@ -82,20 +88,21 @@ impl Component {
             let span = tracing::Span::current();
             tokio::task::spawn_blocking(move || {
                 tracing::dispatcher::with_default(&dispatch, || {
-                    span.in_scope(|| compile(&engine, &path, cache.as_ref()))
+                    span.in_scope(|| read_and_compile(&runtime, &path, cache.as_ref()))
                 })
             })
             .await
-            .map_err(|err| format!("compiling it failed unexpectedly: {err}"))??
+            .map_err(|err| format!("loading it failed unexpectedly: {err}"))??
         };
+        let policy = Arc::new(policy);
         let pre = runtime
-            .instance_pre(&compiled, &policy)
+            .instance_pre(&code, &policy)
             .map_err(|err| format!("it needs imports Airlock does not provide: {}", chain(&err)))?;
         let (listing, checked) = runtime
             .list_component(&pre, Arc::from(path), policy.clone())
             .await
             .map_err(list_failure)?;
-        validate::validate_listing(&listing)?;
+        validate::validate_listing(&listing, &ListingLimits::of(runtime.limits()))?;
         let summary = summary(&listing);
         match origin {
             Origin::Cache => {
@@ -123,7 +130,7 @@ impl Component {
             .relist_component(&self.checked)
             .await
             .map_err(list_failure)?;
-        validate::validate_listing(&listing)?;
+        validate::validate_listing(&listing, &ListingLimits::of(runtime.limits()))?;
         Ok(Component {
             path: self.path.clone(),
             stamp: self.stamp.clone(),
@@ -172,21 +179,66 @@ fn list_failure(failure: ListError) -> String {
         None => format!("listing it failed: {}", describe(&failure.error)),
     }
 }
-/// Reads and compiles one file (blocking).
+/// What loading one file takes from the file system, before it is linked
+/// and listed.
+struct Compiled {
+    /// The file and its manifest as they were before they were read.
+    stamp: ComponentStamp,
+    /// Its policy, from its manifest.
+    policy: Policy,
+    /// Its compiled code.
+    code: wasmtime::component::Component,
+    /// Whether it was compiled now or taken from the cache.
+    origin: Origin,
+}
+
+/// Reads the manifest and the file at `path`, and compiles it (blocking).
+fn read_and_compile(
+    runtime: &Runtime,
+    path: &Path,
+    cache: Option<&CompileCache>,
+) -> Result<Compiled, String> {
+    let stamp = component_stamp(path).map_err(|err| format!("cannot read it: {err}"))?;
+    let policy = Policy::load_for(path, &runtime.policy_context())?;
+    let wasm = read_component(path, runtime.limits().max_component_bytes)?;
+    let (code, origin) = compile(runtime.engine(), &wasm, path, cache)?;
+    Ok(Compiled {
+        stamp,
+        policy,
+        code,
+        origin,
+    })
+}
+
+/// The bytes of the component file at `path`: a regular file of at most
+/// `limit` bytes (`--max-component-size`) that starts with a component's
+/// header, checked before the rest is read (blocking).
+pub(super) fn read_component(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
+    let not_read = |err: FileError| format!("not read: {err}");
+    let mut file = RegularFile::open(path).map_err(not_read)?;
+    file.check_len(limit)
+        .map_err(|err| format!("not read: {err} (--max-component-size)"))?;
+    let mut wasm = file.read_head(HEADER_LEN).map_err(not_read)?;
+    check_header(&wasm)?;
+    file.read_rest(&mut wasm, limit)
+        .map_err(|err| format!("not read: {err} (--max-component-size)"))?;
+    Ok(wasm)
+}
+
+/// Compiles one component (blocking), or loads it from the cache.
 fn compile(
     engine: &wasmtime::Engine,
+    wasm: &[u8],
     path: &Path,
     cache: Option<&CompileCache>,
 ) -> Result<(wasmtime::component::Component, Origin), String> {
-    let wasm = std::fs::read(path).map_err(|err| format!("cannot read it: {err}"))?;
-    check_header(&wasm)?;
     match cache {
         Some(cache) => cache
-            .load_or_compile(engine, &wasm, path)
+            .load_or_compile(engine, wasm, path)
             .map_err(|err| format!("it fails to compile: {err:#}")),
         None => {
             let started = std::time::Instant::now();
-            let component = wasmtime::component::Component::new(engine, &wasm)
+            let component = wasmtime::component::Component::new(engine, wasm)
                 .map_err(|err| format!("it fails to compile: {}", chain(&err)))?;
             let millis = started.elapsed().as_millis();
             Ok((component, Origin::Compiled { millis }))
@@ -194,13 +246,16 @@ fn compile(
     }
 }
 
+/// Bytes of a WebAssembly header: the magic and the version (and layer).
+const HEADER_LEN: usize = 8;
+
 /// Tells a component from a core module (or anything else) by its header,
 /// for a clearer message than the parser's.
 pub(super) fn check_header(wasm: &[u8]) -> Result<(), String> {
     const MAGIC: &[u8] = b"\0asm";
     const CORE_MODULE: [u8; 4] = [1, 0, 0, 0];
     const COMPONENT: [u8; 4] = [0x0d, 0, 1, 0];
-    if wasm.len() < 8 || &wasm[..4] != MAGIC {
+    if wasm.len() < HEADER_LEN || &wasm[..4] != MAGIC {
         return Err("it is not a WebAssembly file".to_owned());
     }
     match wasm[4..8].try_into() {

@@ -22,9 +22,10 @@ pub struct Footprint {
 }
 
 impl Footprint {
-    /// Reads and parses the component at `path`.
-    pub fn of(path: &Path) -> Result<Footprint, String> {
-        let wasm = std::fs::read(path).map_err(|err| format!("cannot read it: {err}"))?;
+    /// Reads and parses the component at `path`, a regular file of at most
+    /// `limit` bytes with a component's header (blocking).
+    pub fn of(path: &Path, limit: u64) -> Result<Footprint, String> {
+        let wasm = super::component::read_component(path, limit)?;
         Footprint::of_bytes(&wasm)
     }
 

@@ -25,6 +25,7 @@
 pub mod cache;
 mod component;
 pub mod footprint;
+pub mod listed_size;
 pub mod reload;
 pub mod uri_template;
 pub mod validate;
@@ -38,7 +39,8 @@ use futures_util::StreamExt as _;
 use tracing::warn;
 
 use self::cache::CompileCache;
-use self::component::{Component, component_stamp};
+use self::component::Component;
+use self::reload::DirectoryStamp;
 use self::uri_template::UriTemplate;
 use crate::runtime::{
     CallError, CheckedComponent, EventSink, Runtime, wit, wit_completions, wit_prompts,
@@ -51,6 +53,9 @@ pub use self::cache::default_cache_dir;
 /// Everything every component of the tools directory serves.
 #[derive(Debug, Default)]
 pub struct Registry {
+    /// The tools directory as it was read for this registry (`None` for a
+    /// registry not loaded from one).
+    directory: Option<DirectoryStamp>,
     components: Vec<Arc<Component>>,
     tools: Vec<ToolEntry>,
     tool_index: HashMap<String, usize>,
@@ -255,21 +260,32 @@ impl Registry {
     ) -> anyhow::Result<Registry> {
         let cache = cache_dir.map(|d| CompileCache::new(runtime.engine(), d));
         let cache = cache.as_ref();
-        let loads = wasm_files(dir)?.into_iter().map(|path| async move {
-            let unchanged = self.components.iter().find(|c| {
-                c.path == path && component_stamp(&path).is_ok_and(|stamp| stamp == c.stamp)
-            });
-            if let Some(component) = unchanged {
-                return Some(component.clone());
-            }
-            match Component::load(runtime, &path, cache).await {
-                Ok(component) => Some(Arc::new(component)),
-                Err(reason) => {
-                    warn!(file = %path.display(), "skipping component: {reason}");
-                    None
+        let directory = {
+            let dir = dir.to_owned();
+            tokio::task::spawn_blocking(move || DirectoryStamp::read(&dir))
+                .await
+                .context("reading the tools directory failed unexpectedly")??
+        };
+        let loads = directory
+            .files()
+            .to_vec()
+            .into_iter()
+            .map(|(path, stamp)| async move {
+                let unchanged = self
+                    .components
+                    .iter()
+                    .find(|c| c.path == path && stamp.as_ref() == Some(&c.stamp));
+                if let Some(component) = unchanged {
+                    return Some(component.clone());
                 }
-            }
-        });
+                match Component::load(runtime, &path, cache).await {
+                    Ok(component) => Some(Arc::new(component)),
+                    Err(reason) => {
+                        warn!(file = %path.display(), "skipping component: {reason}");
+                        None
+                    }
+                }
+            });
         // Several at once (reading, compiling and listing each take
         // milliseconds, and mostly one core), kept in file-name order.
         let components: Vec<_> = futures_util::stream::iter(loads)
@@ -277,7 +293,13 @@ impl Registry {
             .filter_map(std::future::ready)
             .collect()
             .await;
-        Registry::assemble(components)
+        Registry::assemble(Some(directory), components)
+    }
+
+    /// The tools directory as it was read for this registry, if it was
+    /// loaded from one: what a watcher compares the directory with.
+    pub fn directory(&self) -> Option<&DirectoryStamp> {
+        self.directory.as_ref()
     }
 
     /// Lists the component at `path` again (it reported that a list
@@ -301,23 +323,32 @@ impl Registry {
     /// This registry with `relisted` swapped in, or `None` if the version of
     /// the component it was listed from is no longer the one loaded here (a
     /// reload replaced or removed the file since: what it loaded is newer).
-    /// Fails if the new lists clash with another component's.
+    /// Swapping the same relist in again is harmless: the registry that
+    /// already holds it holds it still. Fails if the new lists clash with
+    /// another component's.
     pub fn with_relisted(&self, relisted: &Relisted) -> anyhow::Result<Option<Registry>> {
         let mut components = self.components.clone();
         let same_version = components
             .iter_mut()
-            .find(|c| Arc::ptr_eq(c, &relisted.from));
+            .find(|c| Arc::ptr_eq(c, &relisted.from) || Arc::ptr_eq(c, &relisted.relisted));
         let Some(slot) = same_version else {
             return Ok(None);
         };
         *slot = relisted.relisted.clone();
-        Registry::assemble(components).map(Some)
+        Registry::assemble(self.directory.clone(), components).map(Some)
     }
 
-    /// Indexes what `components` serve; fails on a name or URI served twice.
-    fn assemble(components: Vec<Arc<Component>>) -> anyhow::Result<Registry> {
+    /// Indexes what `components` (read from `directory`) serve; fails on a
+    /// name or URI served twice.
+    fn assemble(
+        directory: Option<DirectoryStamp>,
+        components: Vec<Arc<Component>>,
+    ) -> anyhow::Result<Registry> {
         check_grants(&components)?;
-        let mut registry = Registry::default();
+        let mut registry = Registry {
+            directory,
+            ..Registry::default()
+        };
         for component in &components {
             let listing = &component.listing;
             for tool in &listing.tools {
@@ -509,8 +540,13 @@ pub async fn describe_component(
     runtime: &Arc<Runtime>,
     path: &Path,
 ) -> Result<Vec<String>, String> {
-    let footprint = footprint::Footprint::of(path)?;
     let component = Component::load(runtime, path, None).await?;
+    let footprint = {
+        let (path, limit) = (path.to_owned(), runtime.limits().max_component_bytes);
+        tokio::task::spawn_blocking(move || footprint::Footprint::of(&path, limit))
+            .await
+            .map_err(|err| format!("reading it failed unexpectedly: {err}"))??
+    };
     let listing = &component.listing;
     let mut lines = vec![
         format!(

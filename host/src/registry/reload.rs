@@ -16,15 +16,16 @@ use std::time::Duration;
 use super::component::{ComponentStamp, component_stamp};
 use super::wasm_files;
 
-/// The state of every `*.wasm` file in a directory, and of its manifest.
+/// The state of every `*.wasm` file in a directory, and of its manifest,
+/// sorted by file name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirectoryStamp(Vec<(PathBuf, Option<ComponentStamp>)>);
 
 impl DirectoryStamp {
-    /// Reads the directory now; `None` if it cannot be read.
-    pub fn read(dir: &Path) -> Option<DirectoryStamp> {
-        let files = wasm_files(dir).ok()?;
-        Some(DirectoryStamp(
+    /// Reads the directory now (blocking; no file is opened).
+    pub fn read(dir: &Path) -> anyhow::Result<DirectoryStamp> {
+        let files = wasm_files(dir)?;
+        Ok(DirectoryStamp(
             files
                 .into_iter()
                 .map(|path| {
@@ -33,6 +34,12 @@ impl DirectoryStamp {
                 })
                 .collect(),
         ))
+    }
+
+    /// Each component file, and its stamp (`None` if it vanished while the
+    /// directory was read).
+    pub(crate) fn files(&self) -> &[(PathBuf, Option<ComponentStamp>)] {
+        &self.0
     }
 }
 
@@ -45,9 +52,12 @@ pub struct Watcher {
 }
 
 impl Watcher {
-    /// Starts watching `dir` as it is now, polling every `interval`.
-    pub fn new(dir: PathBuf, interval: Duration) -> Watcher {
-        let loaded = DirectoryStamp::read(&dir);
+    /// Starts watching `dir`, polling every `interval`, for changes from
+    /// `loaded`: the directory as it was read for the registry being
+    /// served (see [`Registry::directory`](super::Registry::directory)), so
+    /// that a change made while that registry loaded is seen. `None`: any
+    /// state of the directory is a change.
+    pub fn new(dir: PathBuf, interval: Duration, loaded: Option<DirectoryStamp>) -> Watcher {
         let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         Watcher {
@@ -64,7 +74,7 @@ impl Watcher {
         loop {
             self.ticker.tick().await;
             let dir = self.dir.clone();
-            let now = tokio::task::spawn_blocking(move || DirectoryStamp::read(&dir))
+            let now = tokio::task::spawn_blocking(move || DirectoryStamp::read(&dir).ok())
                 .await
                 .ok()
                 .flatten();
@@ -106,7 +116,7 @@ mod tests {
         std::fs::remove_file(dir.join("a.wasm")).unwrap();
         std::fs::remove_file(dir.join("a.toml")).unwrap();
         assert_eq!(DirectoryStamp::read(&dir).unwrap(), empty);
-        assert!(DirectoryStamp::read(&dir.join("missing")).is_none());
+        assert!(DirectoryStamp::read(&dir.join("missing")).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -115,7 +125,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("airlock-watch-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let mut watcher = Watcher::new(dir.clone(), Duration::from_millis(20));
+        let mut watcher = Watcher::new(
+            dir.clone(),
+            Duration::from_millis(20),
+            DirectoryStamp::read(&dir).ok(),
+        );
         let quiet = tokio::time::timeout(Duration::from_millis(150), watcher.changed()).await;
         assert!(quiet.is_err(), "nothing changed yet");
         std::fs::write(dir.join("a.wasm"), "one").unwrap();
@@ -130,5 +144,23 @@ mod tests {
         let again = tokio::time::timeout(Duration::from_millis(150), watcher.changed()).await;
         assert!(again.is_err(), "one change, one report");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_change_made_while_the_served_set_loaded_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.wasm"), "one").unwrap();
+        // The directory as the load read it; then, before the watcher
+        // starts, a component is added.
+        let loaded = DirectoryStamp::read(dir.path()).unwrap();
+        std::fs::write(dir.path().join("b.wasm"), "two").unwrap();
+        let mut watcher = Watcher::new(
+            dir.path().to_owned(),
+            Duration::from_millis(20),
+            Some(loaded),
+        );
+        tokio::time::timeout(Duration::from_secs(30), watcher.changed())
+            .await
+            .expect("the component added during the load is a change");
     }
 }

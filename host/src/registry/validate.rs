@@ -3,14 +3,51 @@
 //!
 //! These are served to clients verbatim, so anything a client or model would
 //! choke on is refused at load time, naming the component file, rather than
-//! discovered on a client.
+//! discovered on a client. So is what would not fit the limits: a schema
+//! over `--max-schema`, an item larger than a page of its list may be
+//! (`--max-output`), everything together over `--max-listing`.
 
 use std::collections::HashSet;
 
 use serde_json::Value;
 
+use super::listed_size;
 use super::uri_template::UriTemplate;
-use crate::runtime::{Listing, wit, wit_prompts, wit_resources};
+use crate::runtime::{Listing, RuntimeLimits, wit, wit_prompts, wit_resources};
+use crate::units::format_size;
+
+/// Bytes a page of a list takes besides its items, at most: its braces,
+/// the list's name and the next page's cursor. An item may take what is
+/// left of the output limit.
+pub const PAGE_FRAME_BYTES: usize = 128;
+
+/// How large what a component lists may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListingLimits {
+    /// Largest input or output schema of one tool (`--max-schema`).
+    pub max_schema_bytes: usize,
+    /// Largest page of a list (the server's `--max-output`): every item
+    /// must fit on one, with [`PAGE_FRAME_BYTES`].
+    pub max_page_bytes: usize,
+    /// Most bytes of everything one component lists (`--max-listing`).
+    pub max_listing_bytes: usize,
+}
+
+impl ListingLimits {
+    /// The limits the server's `limits` set.
+    pub fn of(limits: &RuntimeLimits) -> ListingLimits {
+        ListingLimits {
+            max_schema_bytes: limits.max_schema_bytes,
+            max_page_bytes: limits.max_output_bytes,
+            max_listing_bytes: limits.max_listing_bytes,
+        }
+    }
+
+    /// The largest one item may be.
+    fn max_item_bytes(&self) -> usize {
+        self.max_page_bytes.saturating_sub(PAGE_FRAME_BYTES)
+    }
+}
 
 /// Longest tool name allowed.
 pub const MAX_TOOL_NAME_LEN: usize = 64;
@@ -23,9 +60,10 @@ pub fn is_valid_tool_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
 }
 
-/// Checks everything one component lists; the error says what is wrong
-/// with which item. A component must serve at least one thing.
-pub(crate) fn validate_listing(listing: &Listing) -> Result<(), String> {
+/// Checks everything one component lists, against `limits` too; the error
+/// says what is wrong with which item. A component must serve at least one
+/// thing.
+pub(crate) fn validate_listing(listing: &Listing, limits: &ListingLimits) -> Result<(), String> {
     if listing.tools.is_empty()
         && listing.prompts.is_empty()
         && listing.resources.is_empty()
@@ -37,6 +75,66 @@ pub(crate) fn validate_listing(listing: &Listing) -> Result<(), String> {
     validate_prompts(&listing.prompts)?;
     validate_resources(&listing.resources)?;
     validate_templates(&listing.templates)?;
+    validate_sizes(listing, limits)
+}
+
+/// Checks the sizes of what one component lists: each tool's schemas, each
+/// item against a page of its list, and everything together.
+fn validate_sizes(listing: &Listing, limits: &ListingLimits) -> Result<(), String> {
+    for tool in &listing.tools {
+        let schemas = [
+            ("input-schema", Some(&tool.input_schema)),
+            ("output-schema", tool.output_schema.as_ref()),
+        ];
+        for (what, schema) in schemas {
+            let bytes = schema.map_or(0, String::len);
+            if bytes > limits.max_schema_bytes {
+                return Err(format!(
+                    "tool `{}`: its {what} takes {bytes} bytes, more than the limit of {} (--max-schema)",
+                    tool.name,
+                    format_size(limits.max_schema_bytes as u64)
+                ));
+            }
+        }
+    }
+    let items = (listing.tools.iter())
+        .map(|t| ("tool", t.name.as_str(), "tools/list", listed_size::tool(t)))
+        .chain(listing.prompts.iter().map(|p| {
+            let size = listed_size::prompt(p);
+            ("prompt", p.name.as_str(), "prompts/list", size)
+        }))
+        .chain(listing.resources.iter().map(|r| {
+            let size = listed_size::resource(r);
+            ("resource", r.uri.as_str(), "resources/list", size)
+        }))
+        .chain(listing.templates.iter().map(|t| {
+            let size = listed_size::template(t);
+            let key = t.uri_template.as_str();
+            ("resource template", key, "resources/templates/list", size)
+        }));
+    let mut total = 0usize;
+    let mut largest = ("", "", 0);
+    for (what, key, list, bytes) in items {
+        if bytes > limits.max_item_bytes() {
+            return Err(format!(
+                "{what} `{key}` takes up to {bytes} bytes as listed, more than one page of {list} \
+                 may hold within the output limit of {} (--max-output)",
+                format_size(limits.max_page_bytes as u64)
+            ));
+        }
+        total = total.saturating_add(bytes);
+        if bytes > largest.2 {
+            largest = (what, key, bytes);
+        }
+    }
+    if total > limits.max_listing_bytes {
+        let (what, key, bytes) = largest;
+        return Err(format!(
+            "what it lists takes up to {total} bytes, more than the limit of {} (--max-listing); \
+             the largest is {what} `{key}` ({bytes} bytes)",
+            format_size(limits.max_listing_bytes as u64)
+        ));
+    }
     Ok(())
 }
 
@@ -202,6 +300,11 @@ fn quote_untrusted(s: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The server's default limits.
+    fn limits() -> ListingLimits {
+        ListingLimits::of(&RuntimeLimits::default())
+    }
+
     fn tool(name: &str) -> wit::Tool {
         wit::Tool {
             name: name.into(),
@@ -313,13 +416,13 @@ mod tests {
 
     #[test]
     fn a_component_must_serve_something() {
-        let err = validate_listing(&Listing::default()).unwrap_err();
+        let err = validate_listing(&Listing::default(), &limits()).unwrap_err();
         assert!(err.contains("lists no tools, prompts"), "{err}");
         let only_a_template = Listing {
             templates: vec![template("notes://{id}")],
             ..Listing::default()
         };
-        assert_eq!(validate_listing(&only_a_template), Ok(()));
+        assert_eq!(validate_listing(&only_a_template, &limits()), Ok(()));
     }
 
     #[test]
@@ -395,8 +498,75 @@ mod tests {
             ),
         ];
         for (listing, expected) in cases {
-            let err = validate_listing(&listing).unwrap_err();
+            let err = validate_listing(&listing, &limits()).unwrap_err();
             assert!(err.contains(expected), "{expected}: {err}");
         }
+    }
+
+    #[test]
+    fn sizes_are_bounded_naming_the_item_and_the_limit() {
+        let limits = ListingLimits {
+            max_schema_bytes: 1000,
+            max_page_bytes: 4096,
+            max_listing_bytes: 8192,
+        };
+        let padded = |bytes: usize| {
+            let frame = r#"{"type":"object","description":""}"#.len();
+            format!(
+                r#"{{"type":"object","description":"{}"}}"#,
+                "x".repeat(bytes - frame)
+            )
+        };
+        let with_schema = |name: &str, bytes: usize| Listing {
+            tools: vec![wit::Tool {
+                input_schema: padded(bytes),
+                ..tool(name)
+            }],
+            ..Listing::default()
+        };
+        assert_eq!(validate_listing(&with_schema("a", 1000), &limits), Ok(()));
+        let err = validate_listing(&with_schema("big", 1001), &limits).unwrap_err();
+        assert!(
+            err.contains("tool `big`: its input-schema takes 1001 bytes")
+                && err.contains("(--max-schema)"),
+            "{err}"
+        );
+        let described = |name: &str, bytes: usize| wit::Tool {
+            description: "d".repeat(bytes),
+            ..tool(name)
+        };
+        let one = |tool: wit::Tool| Listing {
+            tools: vec![tool],
+            ..Listing::default()
+        };
+        let err = validate_listing(&one(described("long", 4000)), &limits).unwrap_err();
+        assert!(
+            err.contains("tool `long` takes up to") && err.contains("one page of tools/list"),
+            "{err}"
+        );
+        let prompt_too = Listing {
+            prompts: vec![wit_prompts::Prompt {
+                description: "d".repeat(4000),
+                ..prompt("p")
+            }],
+            ..Listing::default()
+        };
+        let err = validate_listing(&prompt_too, &limits).unwrap_err();
+        assert!(
+            err.contains("prompt `p`") && err.contains("prompts/list"),
+            "{err}"
+        );
+        let many = Listing {
+            tools: (0..4)
+                .map(|i| described(&format!("t{i}"), 2000 + i))
+                .collect(),
+            ..Listing::default()
+        };
+        let err = validate_listing(&many, &limits).unwrap_err();
+        assert!(
+            err.contains("more than the limit of 8KiB (--max-listing)")
+                && err.contains("the largest is tool `t3`"),
+            "{err}"
+        );
     }
 }

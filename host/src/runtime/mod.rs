@@ -80,7 +80,8 @@ pub struct RuntimeLimits {
     pub call_timeout: Duration,
     /// Largest reply a call may produce, encoded, in bytes (see
     /// [`output`]); also the most bytes of log and progress messages one
-    /// call may report. Default 1 MiB.
+    /// call may report, and the largest page of a list. A manifest may
+    /// lower it for its component. Default 1 MiB.
     pub max_output_bytes: usize,
     /// Most guest calls running at once; further calls wait for a slot (up to
     /// their deadline). Default 256: guests are CPU-bound, so more than a few
@@ -123,6 +124,16 @@ pub struct RuntimeLimits {
     /// Wall-clock time limit of one round of a task (which runs in the
     /// background, so nobody waits on it). Default 5 minutes.
     pub task_round_timeout: Duration,
+    /// Largest component file loaded, in bytes; a larger one is refused by
+    /// its size, unread. Default 128 MiB (an interpreter's component, with
+    /// its heap snapshot, is tens of MiB).
+    pub max_component_bytes: u64,
+    /// Largest input or output schema of one tool, in bytes. Default
+    /// 256 KiB.
+    pub max_schema_bytes: usize,
+    /// Most bytes everything one component lists (tools, prompts,
+    /// resources, templates) may take as clients get it. Default 4 MiB.
+    pub max_listing_bytes: usize,
 }
 
 impl RuntimeLimits {
@@ -153,6 +164,9 @@ impl Default for RuntimeLimits {
             max_content_blocks: 1000,
             max_input_requests: 64,
             task_round_timeout: Duration::from_secs(300),
+            max_component_bytes: 128 << 20,
+            max_schema_bytes: 256 << 10,
+            max_listing_bytes: 4 << 20,
         }
     }
 }

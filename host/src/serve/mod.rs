@@ -30,8 +30,7 @@ use crate::transport::{http, stdio};
 
 pub mod metrics;
 
-/// Environment variable holding state keys (comma- or newline-separated).
-pub const STATE_KEYS_ENV: &str = "AIRLOCK_STATE_KEYS";
+pub use crate::state::STATE_KEYS_ENV;
 
 /// Where MCP is served.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -18,6 +18,9 @@ use ring::rand::{SecureRandom, SystemRandom};
 /// Length of one key in bytes (AES-256).
 pub const KEY_LEN: usize = 32;
 
+/// Environment variable holding state keys (comma- or newline-separated).
+pub const STATE_KEYS_ENV: &str = "AIRLOCK_STATE_KEYS";
+
 /// Length of a [`KeyId`] in bytes.
 pub const KEY_ID_LEN: usize = 8;
 

@@ -105,7 +105,7 @@ pub use error::{
     BINDING_FIELD_SIZE, BindingField, GUEST_STATE_SIZE, INVALID_STATE_MESSAGE, SEAL_FAILED_MESSAGE,
     STATE_UNRECORDED_MESSAGE, StateError, TOKEN_LENGTH,
 };
-pub use keyring::{KEY_ID_LEN, KEY_LEN, KeyError, KeyId, KeyRing, generate_key};
+pub use keyring::{KEY_ID_LEN, KEY_LEN, KeyError, KeyId, KeyRing, STATE_KEYS_ENV, generate_key};
 pub use redemption::{
     DEFAULT_REDEMPTION_CAPACITY, InMemoryRedemptions, REDEEM_TIMEOUT, Redemption, RedemptionStore,
     RedisRedemptions, StoreError, TokenId,
