@@ -2,6 +2,7 @@
 //! the server's limits (the defaults manifests may lower) and where the
 //! secrets manifests may grant come from; and starting the runtime from them.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -18,6 +19,9 @@ pub struct SandboxSettings {
     /// Secrets manifests may grant as environment variables (a TOML file of
     /// `name = "value"` lines); none without it.
     pub secrets_file: Option<PathBuf>,
+    /// Airlock's own configuration variables, which no manifest may copy
+    /// (see [`PolicySources::own_variables`]).
+    pub own_variables: BTreeSet<String>,
 }
 
 impl SandboxSettings {
@@ -33,7 +37,12 @@ impl SandboxSettings {
                 (secrets, protected.no_access(path))
             }
         };
-        Runtime::with_sources(self.limits.clone(), PolicySources { secrets, protected })
+        let sources = PolicySources {
+            secrets,
+            protected,
+            own_variables: self.own_variables.clone(),
+        };
+        Runtime::with_sources(self.limits.clone(), sources)
             .context("cannot start the WebAssembly runtime")
     }
 }

@@ -3,12 +3,25 @@
 //! environment (and on the command line) lists are comma-separated, and
 //! flags take `true`/`false` (also `yes`/`no`, `on`/`off`, `1`/`0`).
 
+use std::collections::BTreeSet;
+
 use clap::builder::BoolishValueParser;
 use clap::{Arg, ArgAction, Command};
 
 /// The environment variable of the option `--long`.
 pub fn variable(long: &str) -> String {
     format!("AIRLOCK_{}", long.to_ascii_uppercase().replace('-', "_"))
+}
+
+/// The environment variable of every option of every subcommand of
+/// `command` (made by [`with_variables`]).
+pub(super) fn every_variable(command: &Command) -> BTreeSet<String> {
+    command
+        .get_subcommands()
+        .flat_map(Command::get_arguments)
+        .filter_map(|arg| arg.get_env())
+        .map(|name| name.to_string_lossy().into_owned())
+        .collect()
 }
 
 /// `command` with an environment variable on every option of every

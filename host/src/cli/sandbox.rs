@@ -100,6 +100,7 @@ impl SandboxOptions {
                 ..limits
             },
             secrets_file: self.secrets_file,
+            own_variables: super::environment::every_variable(&super::command()),
         }
     }
 }

@@ -521,3 +521,18 @@ fn config_doc_is_up_to_date() {
         );
     }
 }
+
+#[test]
+fn no_manifest_may_copy_airlocks_own_configuration() {
+    let own = serve(&[]).sandbox.own_variables;
+    for variable in [
+        "AIRLOCK_TASK_STORE",
+        "AIRLOCK_SINGLE_USE_STORE",
+        "AIRLOCK_STATE_KEYS_FILE",
+        "AIRLOCK_OTLP_ENDPOINT",
+        "AIRLOCK_MAX_COMPONENT_SIZE",
+    ] {
+        assert!(own.contains(variable), "{variable} is missing: {own:?}");
+    }
+    assert!(own.iter().all(|v| v.starts_with("AIRLOCK_")), "{own:?}");
+}

@@ -13,7 +13,7 @@ pub mod grants;
 pub mod manifest;
 mod pseudo_fs;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component as PathPart, Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -162,13 +162,19 @@ impl std::fmt::Display for HttpAllowList {
 }
 
 /// What manifests are resolved against besides the server's limits: the
-/// secrets they may grant, and Airlock's own files no grant may expose.
+/// secrets they may grant, and Airlock's own files and configuration no
+/// grant may expose.
 #[derive(Debug, Clone, Default)]
 pub struct PolicySources {
     /// Named secrets.
     pub secrets: Secrets,
     /// Airlock's own files.
     pub protected: ProtectedPaths,
+    /// Airlock's own configuration variables (every option's `AIRLOCK_*`
+    /// variable): no `from-env` may copy one, since they hold URLs with
+    /// passwords, key files' paths and the like. The state keys' variable
+    /// is refused whether or not it is listed here.
+    pub own_variables: BTreeSet<String>,
 }
 
 /// What a policy is resolved against: the server's default limits, whether
@@ -313,6 +319,11 @@ impl Policy {
                         "{key}: from-env = {var:?} holds Airlock's state keys, which no manifest may grant"
                     ));
                 }
+                (None, Some(var), None) if context.sources.own_variables.contains(var) => {
+                    return Err(format!(
+                        "{key}: from-env = {var:?} is Airlock's own configuration, which no manifest may grant"
+                    ));
+                }
                 (None, Some(var), None) => std::env::var(var).map_err(|_| {
                     format!("{key}: from-env = {var:?} is not set in Airlock's environment")
                 })?,
@@ -442,6 +453,7 @@ mod tests {
         let sources = PolicySources {
             secrets: Secrets::parse("token = \"s3cret\"", Path::new("secrets.toml")).unwrap(),
             protected: ProtectedPaths::default(),
+            own_variables: BTreeSet::from(["AIRLOCK_TASK_STORE".to_owned()]),
         };
         let manifest = Manifest::parse(text, Path::new("t.toml"))?;
         Policy::resolve(
@@ -560,6 +572,10 @@ mod tests {
             (
                 "[env]\nX = { from-env = \"AIRLOCK_STATE_KEYS\" }\n",
                 "holds Airlock's state keys",
+            ),
+            (
+                "[env]\nX = { from-env = \"AIRLOCK_TASK_STORE\" }\n",
+                "is Airlock's own configuration",
             ),
             (
                 "[env]\nX = { value = \"a\", secret = \"token\" }\n",
