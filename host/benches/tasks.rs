@@ -39,7 +39,7 @@ use airlock::protocol::tasks::{TaskSettings, Tasks};
 use airlock::protocol::{ProtocolSettings, RequestContext, Server};
 use airlock::registry::Registry;
 use airlock::runtime::{Runtime, RuntimeLimits};
-use airlock::state::{KeyRing, StateLimits, StateSealer};
+use airlock::sealing::{KeyRing, StateLimits, StateSealer};
 use airlock::tasks::{
     EmbeddedStore, MemoryStore, RedisStore, StoreLimits, TaskEvent, TaskRecord, TaskStatus,
     TaskStore, now_ms,

@@ -30,7 +30,7 @@ use crate::metrics::{self, ErrorType};
 use crate::quotas::{Quotas, Refused};
 use crate::registry::Registry;
 use crate::runtime::Runtime;
-use crate::state::StateSealer;
+use crate::sealing::StateSealer;
 use crate::telemetry;
 
 /// The MCP server: everything needed to answer a request.

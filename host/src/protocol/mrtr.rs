@@ -35,7 +35,7 @@ use super::jsonrpc::{self, EncodeError, Request, RpcError, required_str};
 use super::tasks::TaskStart;
 use super::wire;
 use crate::runtime::{self, CallError, EventSink, GuestEvent, Runtime, wit};
-use crate::state::Binding;
+use crate::sealing::Binding;
 use crate::telemetry::ChildSpan;
 
 /// What a multi-round request is about, for its messages.

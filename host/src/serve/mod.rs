@@ -20,7 +20,7 @@ use crate::protocol::{ProtocolSettings, Server};
 use crate::quotas::{Quotas, RateLimit};
 use crate::registry::Registry;
 use crate::sandbox::SandboxSettings;
-use crate::state::{
+use crate::sealing::{
     InMemoryRedemptions, KeyRing, RedemptionStore, RedisRedemptions, StateLimits, StateSealer,
 };
 use crate::tasks::{EmbeddedStore, MemoryStore, RedisStore, TaskStore};

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::protocol::envelope::ClientCapabilities;
-use crate::state::{KEY_ID_LEN, KeyId, KeyRing};
+use crate::sealing::{KEY_ID_LEN, KeyId, KeyRing};
 
 /// The only format version so far.
 const VERSION: u8 = 0x01;
