@@ -3,35 +3,31 @@
 //! capabilities of the request that created the task.
 //!
 //! A [`TaskStore`](crate::tasks::TaskStore) (a file, Redis) holds this only as
-//! ciphertext, sealed with the same key ring as `requestState` (AES-256-GCM)
-//! under its own domain label, and bound to the task's id and owner: a
+//! ciphertext, in the envelope `requestState` travels in, under the same
+//! key ring, for its own domain, and bound to the task's id and owner: a
 //! payload copied onto another task, or read by a store's administrator,
 //! gives nothing.
 //!
 //! ```text
-//! sealed = version (0x01) || key_id (8) || nonce (12) || ciphertext || tag (16)
-//! aad    = "airlock/task-payload" || version || key_id
-//!          || u32 length || task id || u32 length || owner
+//! sealed     = version (0x01) || key_id (8) || nonce (12) || ciphertext || tag (16)
+//! aad        = "airlock/task-payload" || version || key_id || associated
+//! associated = u32 length || task id || u32 length || owner
+//! plaintext  = the payload as JSON
 //! ```
 //!
 //! A task whose sealing key has been removed from the ring no longer opens:
 //! keep a retired key in the ring for as long as tasks live (`--task-ttl`).
 
 use base64::Engine;
-use ring::aead::{Aad, NONCE_LEN, Nonce};
-use ring::rand::{SecureRandom, SystemRandom};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::protocol::envelope::ClientCapabilities;
-use crate::sealing::{KEY_ID_LEN, KeyId, KeyRing};
+use crate::sealing::KeyRing;
+use crate::sealing::envelope::{self, Domain, FreshNonce, SealFailed};
 
-/// The only format version so far.
-const VERSION: u8 = 0x01;
-/// The domain label at the start of the associated data.
-const AAD_LABEL: &[u8] = b"airlock/task-payload";
-/// version || key id || nonce.
-const HEADER_LEN: usize = 1 + KEY_ID_LEN + NONCE_LEN;
+/// Room for a small payload's JSON, to size the sealing buffer.
+const TYPICAL_LEN: usize = 256;
 
 /// What a task keeps between rounds, in the clear (only ever in memory).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -80,18 +76,20 @@ pub enum SealError {
     Open,
 }
 
-/// The associated data of a payload of `task` owned by `owner`.
-fn aad(key_id: &KeyId, task: &str, owner: &str) -> Vec<u8> {
-    let mut aad =
-        Vec::with_capacity(AAD_LABEL.len() + 1 + KEY_ID_LEN + 8 + task.len() + owner.len());
-    aad.extend_from_slice(AAD_LABEL);
-    aad.push(VERSION);
-    aad.extend_from_slice(key_id.as_bytes());
-    for part in [task, owner] {
-        aad.extend_from_slice(&u32::try_from(part.len()).unwrap_or(u32::MAX).to_be_bytes());
-        aad.extend_from_slice(part.as_bytes());
+impl From<SealFailed> for SealError {
+    fn from(_: SealFailed) -> Self {
+        SealError::Seal
     }
-    aad
+}
+
+/// The associated data of a payload of `task` owned by `owner`.
+fn associated(task: &str, owner: &str) -> Vec<u8> {
+    let mut associated = Vec::with_capacity(8 + task.len() + owner.len());
+    for part in [task, owner] {
+        associated.extend_from_slice(&u32::try_from(part.len()).unwrap_or(u32::MAX).to_be_bytes());
+        associated.extend_from_slice(part.as_bytes());
+    }
+    associated
 }
 
 /// Seals `payload` for task `task` of `owner` with the ring's sealing key.
@@ -101,24 +99,16 @@ pub fn seal(
     owner: &str,
     payload: &TaskPayload,
 ) -> Result<Vec<u8>, SealError> {
-    let (key_id, key) = keys.sealing_key();
-    let mut nonce = [0u8; NONCE_LEN];
-    SystemRandom::new()
-        .fill(&mut nonce)
-        .map_err(|_| SealError::Seal)?;
-    let mut sealed = Vec::with_capacity(HEADER_LEN + 256);
-    sealed.push(VERSION);
-    sealed.extend_from_slice(key_id.as_bytes());
-    sealed.extend_from_slice(&nonce);
-    let mut body = serde_json::to_vec(payload).map_err(|_| SealError::Seal)?;
-    key.seal_in_place_append_tag(
-        Nonce::assume_unique_for_key(nonce),
-        Aad::from(aad(&key_id, task, owner)),
-        &mut body,
+    let nonce = FreshNonce::draw()?;
+    let associated = associated(task, owner);
+    envelope::seal(
+        keys,
+        Domain::TaskPayload,
+        &associated,
+        nonce,
+        TYPICAL_LEN,
+        |out| serde_json::to_writer(out, payload).map_err(|_| SealError::Seal),
     )
-    .map_err(|_| SealError::Seal)?;
-    sealed.extend_from_slice(&body);
-    Ok(sealed)
 }
 
 /// Opens what [`seal`] sealed for the same task and owner.
@@ -128,32 +118,22 @@ pub fn open(
     owner: &str,
     sealed: &[u8],
 ) -> Result<TaskPayload, SealError> {
-    if sealed.len() < HEADER_LEN || sealed[0] != VERSION {
-        return Err(SealError::Open);
-    }
-    let key_id = KeyId::from_bytes(
-        sealed[1..1 + KEY_ID_LEN]
-            .try_into()
-            .map_err(|_| SealError::Open)?,
-    );
-    let key = keys.find(&key_id).ok_or(SealError::Open)?;
-    let nonce: [u8; NONCE_LEN] = sealed[1 + KEY_ID_LEN..HEADER_LEN]
-        .try_into()
-        .map_err(|_| SealError::Open)?;
-    let mut body = sealed[HEADER_LEN..].to_vec();
-    let plain = key
-        .open_in_place(
-            Nonce::assume_unique_for_key(nonce),
-            Aad::from(aad(&key_id, task, owner)),
-            &mut body,
-        )
+    let mut sealed = sealed.to_vec();
+    let associated = associated(task, owner);
+    let plain = envelope::open(keys, Domain::TaskPayload, &associated, &mut sealed)
         .map_err(|_| SealError::Open)?;
     serde_json::from_slice(plain).map_err(|_| SealError::Open)
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
     use super::*;
+    use crate::sealing::envelope::HEADER_LEN;
+    use crate::sealing::{Binding, StateError, StateLimits, StateSealer};
 
     fn payload() -> TaskPayload {
         let mut payload = TaskPayload {
@@ -199,5 +179,94 @@ mod tests {
             );
         }
         assert!(open(&keys, "t1", "token:alice", &sealed[..HEADER_LEN - 1]).is_err());
+    }
+
+    /// A payload sealed by the code before it shared the `requestState`
+    /// envelope (key `[0x5a; 32]`, for task [`VECTOR_TASK`] of
+    /// `token:alice`): what the stores of a fleet hold across an upgrade
+    /// must keep opening, and the layout must not change.
+    const VECTOR: &str = "0160bf07c488aad18f7f2513553ec23f740813e0784fb09623b66a9840fd87380222577fa7cac823094b55ef10e0422220295620fd5cabcf27e505ad6b61ee457201b58e5d98d1338fee843a77a20dba82fc2f4ac7a02b78ef3560a3b18473d702ad12b67f728ba8adef09a4b673688931e4e7a74e609b01b5aaca1ec3163674b1eaff74fac8c2848a23f2dd1e921b86c465ecd618139dc7af145b647942f255ab6d959e6ec4ab5d6d5fd52933ae6d90f1c669cd3cb678e1c2cf723313b25558320b54569e3a4a0ff89e15bd48ddac73b6dbde139ca2d885e60ab6b58387b03131cf4791f16b34bf94319fcb6212212955fbc1272d9fe9397e8508cc8da507fc4361e84b9ee1aef82d3f19fe5d0376c5acaf1cb906c7c3d70fbbff28492fd9a54565d9a5c0484182ce7fcbd8cbd411c66c9de8c75489bbeaf0df9352de10902df1d1325ea0c5eb8d20c6104d3c";
+    const VECTOR_TASK: &str = "0123456789abcdef0123456789abcdef";
+
+    fn vector_payload() -> TaskPayload {
+        let mut payload = TaskPayload {
+            arguments: r#"{"seconds":2}"#.to_owned(),
+            state: None,
+            pending: vec!["again".to_owned()],
+            answers: Map::from_iter([(
+                "confirm".to_owned(),
+                serde_json::json!({"action": "accept", "content": {"ok": true}}),
+            )]),
+            client: ClientCapabilities {
+                elicitation_form: true,
+                roots: true,
+                tasks: true,
+                ..ClientCapabilities::default()
+            },
+        };
+        payload.set_state(Some(b"guest state \0\xff"));
+        payload
+    }
+
+    fn unhex(hex: &str) -> Vec<u8> {
+        (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_payload_sealed_before_the_shared_envelope_still_opens_and_seals_alike() {
+        let keys = KeyRing::from_keys(&[[0x5a; 32]]).unwrap();
+        let old = unhex(VECTOR);
+        let opened = open(&keys, VECTOR_TASK, "token:alice", &old).unwrap();
+        assert_eq!(opened, vector_payload());
+        // The same payload and nonce seal to the same bytes.
+        let nonce: [u8; 12] = old[9..HEADER_LEN].try_into().unwrap();
+        let again = envelope::seal(
+            &keys,
+            Domain::TaskPayload,
+            &associated(VECTOR_TASK, "token:alice"),
+            FreshNonce::given(nonce),
+            TYPICAL_LEN,
+            |out| serde_json::to_writer(out, &opened).map_err(|_| SealError::Seal),
+        )
+        .unwrap();
+        assert_eq!(again, old);
+    }
+
+    #[test]
+    fn a_payload_is_no_request_state_and_a_request_state_no_payload() {
+        let keys = KeyRing::from_keys(&[[0x5a; 32]]).unwrap();
+        let sealer = StateSealer::new(
+            keys.clone(),
+            Duration::from_secs(600),
+            StateLimits::default(),
+        );
+        let arguments = serde_json::json!({});
+        let binding = Binding::new("token:alice", "tools/call", "slow", &arguments);
+        let now = 1_785_000_000;
+
+        let payload = seal(&keys, "t1", "token:alice", &payload()).unwrap();
+        let as_token = URL_SAFE_NO_PAD.encode(&payload);
+        assert_eq!(
+            sealer.open_at(&as_token, &binding, now),
+            Err(StateError::Forged),
+            "a task payload opened as a requestState"
+        );
+
+        let token = sealer.seal_at(&binding, 1, Some(b"state"), now).unwrap();
+        assert!(sealer.open_at(&token, &binding, now).is_ok());
+        let as_payload = URL_SAFE_NO_PAD.decode(&token).unwrap();
+        for (task, owner) in [
+            ("t1", "token:alice"),
+            ("", ""),
+            ("tools/call", "token:alice"),
+        ] {
+            assert!(
+                matches!(open(&keys, task, owner, &as_payload), Err(SealError::Open)),
+                "a requestState opened as the payload of {task:?} of {owner:?}"
+            );
+        }
     }
 }
