@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod policy;
 pub mod protocol;
 pub mod quotas;
+mod redis_url;
 pub mod registry;
 pub mod runtime;
 pub mod sandbox;

@@ -15,7 +15,6 @@ use crate::endpoint::Endpoint;
 use crate::legacy::{BridgeSettings, Legacy, Sessions};
 use crate::live::{self, LiveOptions};
 use crate::policy::ProtectedPaths;
-use crate::protocol::tasks::{TaskSettings, Tasks};
 use crate::protocol::{ProtocolSettings, Server};
 use crate::quotas::{Quotas, RateLimit};
 use crate::registry::Registry;
@@ -23,7 +22,7 @@ use crate::sandbox::SandboxSettings;
 use crate::sealing::{
     InMemoryRedemptions, KeyRing, RedemptionStore, RedisRedemptions, StateLimits, StateSealer,
 };
-use crate::tasks::{EmbeddedStore, MemoryStore, RedisStore, TaskStore};
+use crate::tasks::{EmbeddedStore, MemoryStore, RedisStore, TaskSettings, TaskStore, Tasks};
 use crate::telemetry::{self, TraceSettings};
 use crate::transport::http::ConnectionLimits;
 use crate::transport::{http, stdio};
@@ -329,7 +328,8 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         .with_tasks(tasks.clone())
         .with_quotas(quotas),
     );
-    let _stop_tasks = AbortOnDrop(tokio::spawn(tasks.clone().run(server.clone())));
+    let runner = tasks.clone().run(server.clone(), server.shutting_down());
+    let _stop_tasks = AbortOnDrop(tokio::spawn(runner));
     let updates = live::spawn(
         server.clone(),
         runtime.clone(),

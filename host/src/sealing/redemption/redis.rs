@@ -48,8 +48,8 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::runtime::{Handle, RuntimeFlavor};
 
 use super::{Redemption, RedemptionStore, StoreError, TokenId};
+use crate::redis_url;
 use crate::sealing::CLOCK_SKEW;
-use crate::tasks::redis::describe_url;
 
 /// The key of a redeemed id, without the id (in hex).
 const KEY_PREFIX: &str = "airlock:redeemed:";
@@ -73,7 +73,7 @@ impl RedisRedemptions {
     /// and checks that it answers. `rediss://` (TLS) is refused: this build
     /// has no TLS client for Redis.
     pub async fn connect(url: &str) -> Result<RedisRedemptions, StoreError> {
-        let description = describe_url(url)
+        let description = redis_url::describe(url)
             .map_err(|why| StoreError::Unavailable(format!("the single-use store URL: {why}")))?;
         let failed = |what: &str, error: &dyn std::fmt::Display| {
             StoreError::Unavailable(format!("Redis at {description}: {what}: {error}"))
