@@ -6,7 +6,7 @@
 //! texts. Each goes through what the server does with it: the per-outcome
 //! item counts (`runtime::output`), the conversion to wire shapes
 //! (`protocol::wire`) and the encoding within the output limit
-//! (`jsonrpc::encode_result_within`). Nothing may panic, and:
+//! (`jsonrpc::encode_within`). Nothing may panic, and:
 //!
 //! - an encoded reply is never longer than the limit, and is valid JSON;
 //! - an outcome over the item limits is refused before it is converted;
@@ -193,9 +193,9 @@ struct Required<'a> {
 
 /// Encodes `result` within `limit` and checks what comes out.
 fn encode(result: impl Serialize, limit: usize) {
-    if let Ok(body) = jsonrpc::encode_result_within(&json!(1), &result, limit) {
+    if let Ok(body) = jsonrpc::encode_within(&result, limit) {
         assert!(body.len() <= limit, "{} bytes over {limit}", body.len());
-        let reply: Value = serde_json::from_slice(&body).expect("a reply is JSON");
+        let reply: Value = serde_json::from_str(&body).expect("a reply is JSON");
         check_audiences(&reply);
     }
 }

@@ -29,7 +29,7 @@
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
-use airlock::state::{
+use airlock::sealing::{
     Binding, CLOCK_SKEW, INVALID_STATE_MESSAGE, KeyRing, Redemption, RedemptionStore, StateLimits,
     StateSealer, StoreError, TokenId,
 };

@@ -27,7 +27,7 @@ use airlock::protocol::jsonrpc::{self, Incoming, Response};
 use airlock::protocol::{ProtocolSettings, RequestContext, Server};
 use airlock::registry::Registry;
 use airlock::runtime::{Runtime, RuntimeLimits};
-use airlock::state::{KeyRing, StateLimits, StateSealer};
+use airlock::sealing::{KeyRing, StateLimits, StateSealer};
 use airlock::telemetry::Via;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};

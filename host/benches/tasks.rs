@@ -35,14 +35,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use airlock::protocol::jsonrpc::{self, Incoming};
-use airlock::protocol::tasks::{TaskSettings, Tasks};
 use airlock::protocol::{ProtocolSettings, RequestContext, Server};
 use airlock::registry::Registry;
 use airlock::runtime::{Runtime, RuntimeLimits};
-use airlock::state::{KeyRing, StateLimits, StateSealer};
+use airlock::sealing::{KeyRing, StateLimits, StateSealer};
 use airlock::tasks::{
-    EmbeddedStore, MemoryStore, RedisStore, StoreLimits, TaskEvent, TaskRecord, TaskStatus,
-    TaskStore, now_ms,
+    EmbeddedStore, MemoryStore, RedisStore, StoreLimits, TaskEvent, TaskRecord, TaskSettings,
+    TaskStatus, TaskStore, Tasks, now_ms,
 };
 use airlock_e2e::RedisServer;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
@@ -414,7 +413,7 @@ fn throughput_benches(
         let (server, tasks) = server(runtime, registry, backend.store.clone(), max_running);
         // The tasks left `working` by the other groups are not this one's.
         rt.block_on(backend.clear());
-        let runner = rt.spawn(tasks.run(server.clone()));
+        let runner = rt.spawn(tasks.run(server.clone(), server.shutting_down()));
         group.bench_function(BenchmarkId::new(setting, backend.name), |b| {
             b.iter_custom(|iters| {
                 let mut timed = Duration::ZERO;

@@ -2,7 +2,7 @@
 //!
 //! The path of a request: [`transport`] → [`endpoint`] (which era:
 //! [`legacy`] or the 2026-07-28 wire) → [`protocol`] (envelope checks,
-//! dispatch) → [`state`] (open `requestState`) → [`runtime`] (a fresh
+//! dispatch) → [`sealing`] (open `requestState`) → [`runtime`] (a fresh
 //! instance of the tool's component, loaded by [`registry`]) → back out.
 //! [`live`] keeps the registry current while the server runs. [`cli`] is
 //! the command line; it turns options into the plain settings of
@@ -19,12 +19,13 @@ pub mod metrics;
 pub mod policy;
 pub mod protocol;
 pub mod quotas;
+mod redis_url;
 pub mod registry;
 pub mod runtime;
 pub mod sandbox;
 pub mod scaffold;
+pub mod sealing;
 pub mod serve;
-pub mod state;
 pub mod tasks;
 pub mod telemetry;
 pub mod transport;

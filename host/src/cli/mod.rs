@@ -109,7 +109,7 @@ pub fn main() -> ExitCode {
                 .and_then(|runtime| runtime.block_on(crate::serve::run(config)))
         }
         Command::Keygen => {
-            println!("{}", crate::state::generate_key());
+            println!("{}", crate::sealing::generate_key());
             Ok(())
         }
         Command::Inspect(options) => {

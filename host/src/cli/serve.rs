@@ -16,8 +16,8 @@ use super::values;
 use crate::protocol::ProtocolSettings;
 use crate::registry;
 use crate::runtime::RuntimeLimits;
+use crate::sealing::DEFAULT_REDEMPTION_CAPACITY;
 use crate::serve::{ServeConfig, SingleUseStore, TaskStoreChoice, Transport};
-use crate::state::DEFAULT_REDEMPTION_CAPACITY;
 
 /// The heading of the options about calls and their rounds.
 const CALLS: &str = "Calls";

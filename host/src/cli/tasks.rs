@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use super::sandbox::saturate;
 use super::values;
-use crate::protocol::tasks::TaskSettings;
 use crate::serve::TaskStoreChoice;
+use crate::tasks::TaskSettings;
 
 /// Task options of `airlock serve`.
 #[derive(Debug, Clone, clap::Args)]

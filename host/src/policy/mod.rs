@@ -21,7 +21,7 @@ use std::time::Duration;
 pub use self::grants::{GrantedDir, ProtectedPaths};
 use self::manifest::{DirMode, Manifest};
 use crate::quotas::RateLimit;
-use crate::state::STATE_KEYS_ENV;
+use crate::sealing::STATE_KEYS_ENV;
 use crate::units::{format_duration, format_size};
 
 /// The smallest `[limits] memory` a manifest may ask (the server's

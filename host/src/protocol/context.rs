@@ -7,9 +7,9 @@
 use tokio::sync::mpsc;
 
 use super::envelope::MirroredHeaders;
-use super::tasks::Tasks;
 use crate::runtime::Runtime;
-use crate::state::StateSealer;
+use crate::sealing::StateSealer;
+use crate::tasks::Tasks;
 
 /// Channel for the notifications of one request (encoded JSON-RPC messages),
 /// delivered before its response.

@@ -8,6 +8,7 @@
 
 use std::sync::{Arc, RwLock};
 
+use futures_util::future::BoxFuture;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -24,13 +25,15 @@ use super::mrtr::run_round;
 use super::prompts::PromptGet;
 use super::resources::ResourceRead;
 use super::subscriptions::{self, ServerChange, Subscriptions};
-use super::tasks::{self, Tasks};
+use super::tasks;
 use super::tools::ToolCall;
 use crate::metrics::{self, ErrorType};
 use crate::quotas::{Quotas, Refused};
 use crate::registry::Registry;
 use crate::runtime::Runtime;
-use crate::state::StateSealer;
+use crate::sealing::StateSealer;
+use crate::tasks::runner::{Failure, RoundEnd, TaskRounds};
+use crate::tasks::{TaskRecord, Tasks};
 use crate::telemetry;
 
 /// The MCP server: everything needed to answer a request.
@@ -81,7 +84,8 @@ impl Server {
     }
 
     /// The same server, running tasks kept by `tasks` (and announcing the
-    /// tasks extension). Start [`Tasks::run`] beside it.
+    /// tasks extension). Start [`Tasks::run`] beside it, with this server
+    /// as its [`TaskRounds`] and [`Server::shutting_down`] as its end.
     pub fn with_tasks(mut self, tasks: Arc<Tasks>) -> Self {
         self.tasks = Some(tasks);
         self
@@ -97,22 +101,6 @@ impl Server {
     /// The tasks this server runs, if it runs them.
     pub fn tasks(&self) -> Option<&Arc<Tasks>> {
         self.tasks.as_ref()
-    }
-
-    /// Seals and opens state.
-    pub(super) fn sealer(&self) -> &StateSealer {
-        &self.sealer
-    }
-
-    /// Runs the next round of a task this host claimed.
-    pub(super) async fn run_task_round(
-        &self,
-        record: &crate::tasks::TaskRecord,
-    ) -> tasks::RoundEnd {
-        let catalog = self.catalog();
-        let end = tasks::run_round(self.services(), &catalog, record).await;
-        metrics::task_round(end.outcome());
-        end
     }
 
     /// The registry being served now.
@@ -370,15 +358,17 @@ impl Server {
                 .await
             }
             Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => {
-                let Some(tasks) = self.tasks.as_deref() else {
+                let Some(running) = self.tasks.as_deref() else {
                     return Err(RpcError::method_not_found(&request.method));
                 };
                 tasks::check_request(request, &meta, context.headers.as_ref())?;
                 let principal = context.principal;
                 match method {
-                    Method::TasksGet => tasks.get(request, principal).await,
-                    Method::TasksUpdate => tasks.update(self.services(), request, principal).await,
-                    _ => tasks.cancel(request, principal).await,
+                    Method::TasksGet => tasks::get(running, request, principal).await,
+                    Method::TasksUpdate => {
+                        tasks::update(running, self.services(), request, principal).await
+                    }
+                    _ => tasks::cancel(running, request, principal).await,
                 }
             }
         }
@@ -438,6 +428,22 @@ impl Server {
             instructions: self.settings.instructions.as_deref(),
         };
         Answer::complete(&discover).cached(self.settings.list_ttl_ms, "public")
+    }
+}
+
+/// The rounds of this server's tasks, as its [`Tasks`] runner runs them.
+impl TaskRounds for Server {
+    fn run_round<'a>(&'a self, record: &'a TaskRecord) -> BoxFuture<'a, RoundEnd> {
+        Box::pin(async move {
+            let catalog = self.catalog();
+            let end = tasks::run_round(self.services(), &catalog, record).await;
+            metrics::task_round(end.outcome());
+            end
+        })
+    }
+
+    fn failure(&self, why: &Failure) -> Value {
+        tasks::failure(why)
     }
 }
 

@@ -1,6 +1,6 @@
 //! The MCP 2026-07-28 wire: JSON-RPC framing, the per-request envelope,
 //! WIT ⇄ JSON conversion and method dispatch (tools, prompts, resources,
-//! completions, subscriptions). Transport-agnostic: the HTTP
+//! completions, subscriptions, tasks). Transport-agnostic: the HTTP
 //! and stdio transports decode messages and hand requests to [`Server`].
 
 pub mod answer;
@@ -17,7 +17,7 @@ pub mod param_headers;
 mod prompts;
 mod resources;
 pub mod subscriptions;
-pub mod tasks;
+mod tasks;
 mod tools;
 pub(crate) mod wire;
 

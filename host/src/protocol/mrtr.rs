@@ -32,10 +32,10 @@ use super::catalog::Catalog;
 use super::context::{Notifier, RequestContext, Services};
 use super::envelope::{self, ClientCapabilities, LogLevel, MirroredHeaders, RequestMeta};
 use super::jsonrpc::{self, EncodeError, Request, RpcError, required_str};
-use super::tasks::TaskStart;
+use super::tasks::{self, TaskStart};
 use super::wire;
 use crate::runtime::{self, CallError, EventSink, GuestEvent, Runtime, wit};
-use crate::state::Binding;
+use crate::sealing::Binding;
 use crate::telemetry::ChildSpan;
 
 /// What a multi-round request is about, for its messages.
@@ -226,7 +226,9 @@ pub(super) async fn run_round<M: RoundMethod>(
                 client: meta.capabilities,
             };
             match services.tasks {
-                Some(tasks) if meta.capabilities.tasks => tasks.create(services, start).await?,
+                Some(running) if meta.capabilities.tasks => {
+                    tasks::create(running, services, start).await?
+                }
                 _ => failed(
                     &method,
                     target,

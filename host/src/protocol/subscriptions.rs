@@ -16,8 +16,8 @@ use tokio::sync::broadcast;
 use super::answer::{Answer, Complete};
 use super::context::Notifier;
 use super::jsonrpc::{self, Request, RpcError};
-use super::tasks::Tasks;
-use crate::tasks::TaskEvent;
+use super::tasks;
+use crate::tasks::{TaskEvent, Tasks};
 
 /// The `_meta` key that tags every notification of a listen stream.
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
@@ -298,7 +298,8 @@ pub(super) async fn listen(
             () = out.closed() => break,
         };
         if let (Some(id), Some(watch)) = (changed_task, &tasks)
-            && let Some(Value::Object(task)) = watch.tasks.notification(&id, watch.principal).await
+            && let Some(Value::Object(task)) =
+                tasks::notification(watch.tasks, &id, watch.principal).await
         {
             messages.push(note("notifications/tasks", task));
         }

@@ -15,22 +15,21 @@ use crate::endpoint::Endpoint;
 use crate::legacy::{BridgeSettings, Legacy, Sessions};
 use crate::live::{self, LiveOptions};
 use crate::policy::ProtectedPaths;
-use crate::protocol::tasks::{TaskSettings, Tasks};
 use crate::protocol::{ProtocolSettings, Server};
 use crate::quotas::{Quotas, RateLimit};
 use crate::registry::Registry;
 use crate::sandbox::SandboxSettings;
-use crate::state::{
+use crate::sealing::{
     InMemoryRedemptions, KeyRing, RedemptionStore, RedisRedemptions, StateLimits, StateSealer,
 };
-use crate::tasks::{EmbeddedStore, MemoryStore, RedisStore, TaskStore};
+use crate::tasks::{EmbeddedStore, MemoryStore, RedisStore, TaskSettings, TaskStore, Tasks};
 use crate::telemetry::{self, TraceSettings};
 use crate::transport::http::ConnectionLimits;
 use crate::transport::{http, stdio};
 
 pub mod metrics;
 
-pub use crate::state::STATE_KEYS_ENV;
+pub use crate::sealing::STATE_KEYS_ENV;
 
 /// Where MCP is served.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -328,7 +327,8 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         .with_tasks(tasks.clone())
         .with_quotas(quotas),
     );
-    let _stop_tasks = AbortOnDrop(tokio::spawn(tasks.clone().run(server.clone())));
+    let runner = tasks.clone().run(server.clone(), server.shutting_down());
+    let _stop_tasks = AbortOnDrop(tokio::spawn(runner));
     let updates = live::spawn(
         server.clone(),
         runtime.clone(),

@@ -38,6 +38,7 @@ use tokio::sync::broadcast;
 use super::store::{
     Bound, EVENT_BUFFER, Lease, StoreError, StoreLimits, TaskEvent, TaskRecord, TaskStore, now_ms,
 };
+use crate::redis_url;
 
 /// The key of a task's hash, without its id.
 const TASK_KEY: &str = "airlock:tasks:task:";
@@ -386,29 +387,8 @@ impl Drop for RedisStore {
 /// `url` without its password, or why it is refused (the URL itself is
 /// never echoed: it may hold a password).
 fn describe(url: &str) -> Result<String, StoreError> {
-    describe_url(url).map_err(|why| StoreError::Unavailable(format!("the task store URL: {why}")))
-}
-
-/// A Redis URL without its password, for logs and errors, or why this
-/// build refuses it (the URL itself is never echoed: it may hold a
-/// password). Shared by every store in Redis.
-pub(crate) fn describe_url(url: &str) -> Result<String, &'static str> {
-    let mut parsed =
-        redis::parse_redis_url(url).ok_or("not a Redis URL (expected redis://HOST:PORT/DB)")?;
-    match parsed.scheme() {
-        "redis" => {}
-        "rediss" | "valkeys" => {
-            return Err(
-                "TLS (rediss://) is not supported; reach Redis over a private network \
-                 or through a TLS tunnel, with redis://",
-            );
-        }
-        _ => return Err("only redis://HOST:PORT/DB URLs are supported"),
-    }
-    if parsed.password().is_some() {
-        let _ = parsed.set_password(None);
-    }
-    Ok(parsed.to_string())
+    redis_url::describe(url)
+        .map_err(|why| StoreError::Unavailable(format!("the task store URL: {why}")))
 }
 
 /// A subscription to the event channel.

@@ -22,8 +22,9 @@
 //! and the tasks and bytes of all owners together.
 //!
 //! The guest's state and the client's answers travel in
-//! [`TaskRecord::sealed`], sealed with the state keys: a store never holds a
-//! component's state in the clear.
+//! [`TaskRecord::sealed`], sealed with the key ring
+//! ([`payload`](super::payload)): a store never holds a component's state
+//! in the clear.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -111,7 +112,7 @@ pub struct TaskRecord {
     /// means its host died while running it).
     pub attempts: u32,
     /// The call's arguments, the guest's state and the answers so far,
-    /// sealed with the state keys.
+    /// sealed with the key ring ([`payload`](super::payload)).
     pub sealed: Vec<u8>,
     /// The pending input requests, a JSON object (when `input_required`).
     pub input_requests: Option<String>,

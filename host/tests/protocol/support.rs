@@ -20,12 +20,11 @@ use airlock::auth::{Authenticator, TokenTable};
 use airlock::endpoint::Endpoint;
 use airlock::legacy::{BridgeSettings, Legacy, Sessions};
 use airlock::live::{self, LiveOptions};
-use airlock::protocol::tasks::{TaskSettings, Tasks};
 use airlock::protocol::{ProtocolSettings, Server};
 use airlock::registry::Registry;
 use airlock::runtime::{Runtime, RuntimeLimits};
-use airlock::state::{KeyRing, StateLimits, StateSealer};
-use airlock::tasks::MemoryStore;
+use airlock::sealing::{KeyRing, StateLimits, StateSealer};
+use airlock::tasks::{MemoryStore, TaskSettings, Tasks};
 use airlock::transport::http::{Admission, router};
 use airlock::transport::stdio::serve_streams;
 use airlock_e2e::http::request_headers;
@@ -257,7 +256,7 @@ async fn serve(tools: &Path, setup: &Setup) -> (Arc<Server>, Arc<Endpoint>, Vec<
         relist_every: Duration::ZERO,
     };
     let background = vec![
-        tokio::spawn(tasks.run(server.clone())),
+        tokio::spawn(tasks.run(server.clone(), server.shutting_down())),
         live::spawn(server.clone(), runtime, live),
     ];
     let legacy = Arc::new(Legacy::new(server.clone(), setup.bridge.clone()));

@@ -4,53 +4,20 @@
 
 use serde_json::{Map, Value, json};
 
-use super::payload::{self, TaskPayload};
 use super::view;
 use crate::protocol::answer::Answer;
 use crate::protocol::catalog::Catalog;
 use crate::protocol::context::Services;
+use crate::protocol::envelope::ClientCapabilities;
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::mrtr::{self, RoundMethod, Settled, Target};
 use crate::protocol::tools::ToolCall;
 use crate::protocol::wire;
 use crate::runtime::{CallError, wit};
+use crate::sealing::KeyRing;
 use crate::tasks::TaskRecord;
-
-/// How a round leaves its task.
-#[derive(Debug)]
-pub(in crate::protocol) enum RoundEnd {
-    /// The task is done: this result (an `isError` result included).
-    Completed(Value),
-    /// The task failed with this JSON-RPC error (`{code, message}`).
-    Failed(Value),
-    /// The task waits for the client's answers to these requests (the wire's
-    /// `inputRequests`), then runs its next round with this payload.
-    InputRequired {
-        /// The requests, by their task-unique keys.
-        requests: Value,
-        /// The payload for the next round: the tool's keys pending.
-        payload: TaskPayload,
-    },
-    /// The round stored a checkpoint: the next round is due at once, with
-    /// this payload.
-    Checkpoint(TaskPayload),
-    /// The round could not start (the server is at its limits): run it again
-    /// later, as it was.
-    Deferred,
-}
-
-impl RoundEnd {
-    /// How the round ended, as a label value of `airlock_task_rounds_total`.
-    pub(in crate::protocol) fn outcome(&self) -> &'static str {
-        match self {
-            RoundEnd::Completed(_) => "completed",
-            RoundEnd::Failed(_) => "failed",
-            RoundEnd::InputRequired { .. } => "input_required",
-            RoundEnd::Checkpoint(_) => "checkpoint",
-            RoundEnd::Deferred => "deferred",
-        }
-    }
-}
+use crate::tasks::payload::TaskPayload;
+use crate::tasks::runner::RoundEnd;
 
 /// Runs the next round of `record` (claimed by this host).
 pub(in crate::protocol) async fn run(
@@ -65,7 +32,9 @@ pub(in crate::protocol) async fn run(
         )));
     };
     let keys = services.sealer.keys();
-    let mut payload = match payload::open(keys, &record.id, &record.owner, &record.sealed) {
+    let opened =
+        TaskPayload::<ClientCapabilities>::open(keys, &record.id, &record.owner, &record.sealed);
+    let mut payload = match opened {
         Ok(payload) => payload,
         Err(error) => {
             tracing::warn!(task = %record.id, %error, "cannot open a task's state");
@@ -104,13 +73,13 @@ pub(in crate::protocol) async fn run(
         Settled::Failed(why) => completed(mrtr::failed(&call, target, why)),
         Settled::Task(state) => {
             payload.set_state(state.as_deref());
-            RoundEnd::Checkpoint(payload)
+            checkpoint(keys, record, &payload)
         }
         Settled::InputRequired(input) => {
             payload.set_state(input.state.as_deref());
             if input.requests.is_empty() {
                 // Only a new state: a checkpoint under another name.
-                return RoundEnd::Checkpoint(payload);
+                return checkpoint(keys, record, &payload);
             }
             let requests =
                 match mrtr::encode_requests(target, &input.requests, &payload.client, limit) {
@@ -128,12 +97,38 @@ pub(in crate::protocol) async fn run(
                 );
                 payload.pending.push(request.key);
             }
-            RoundEnd::InputRequired {
-                requests: Value::Object(wire_requests),
-                payload,
+            match seal(keys, record, &payload) {
+                Ok(sealed) => RoundEnd::InputRequired {
+                    requests: Value::Object(wire_requests),
+                    sealed,
+                },
+                Err(error) => failed(&error),
             }
         }
     }
+}
+
+/// The task's next round is due at once, with `payload`.
+fn checkpoint(
+    keys: &KeyRing,
+    record: &TaskRecord,
+    payload: &TaskPayload<ClientCapabilities>,
+) -> RoundEnd {
+    match seal(keys, record, payload) {
+        Ok(sealed) => RoundEnd::Checkpoint(sealed),
+        Err(error) => failed(&error),
+    }
+}
+
+/// `payload` sealed for the task of `record`; failing, the task's error.
+fn seal(
+    keys: &KeyRing,
+    record: &TaskRecord,
+    payload: &TaskPayload<ClientCapabilities>,
+) -> Result<Vec<u8>, RpcError> {
+    payload
+        .seal(keys, &record.id, &record.owner)
+        .map_err(|error| RpcError::internal(error.to_string()))
 }
 
 /// The task ends as `answer` says: a result, or a JSON-RPC error.
@@ -155,4 +150,34 @@ fn completed(answer: Answer) -> RoundEnd {
 /// The task fails with `error`.
 fn failed(error: &RpcError) -> RoundEnd {
     RoundEnd::Failed(super::error_object(error))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tasks::payload::tests::VECTOR_JSON;
+
+    #[test]
+    fn a_stored_payload_reads_as_it_was_written_and_writes_alike() {
+        let mut expected = TaskPayload {
+            arguments: r#"{"seconds":2}"#.to_owned(),
+            state: None,
+            pending: vec!["again".to_owned()],
+            answers: Map::from_iter([(
+                "confirm".to_owned(),
+                json!({"action": "accept", "content": {"ok": true}}),
+            )]),
+            client: ClientCapabilities {
+                elicitation_form: true,
+                roots: true,
+                tasks: true,
+                ..ClientCapabilities::default()
+            },
+        };
+        expected.set_state(Some(b"guest state \0\xff"));
+        let read: TaskPayload<ClientCapabilities> = serde_json::from_str(VECTOR_JSON).unwrap();
+        assert_eq!(read, expected);
+        assert_eq!(read.state_bytes().unwrap(), b"guest state \0\xff");
+        assert_eq!(serde_json::to_string(&read).unwrap(), VECTOR_JSON);
+    }
 }

@@ -1,8 +1,10 @@
-//! The key ring: the 256-bit keys that seal and open `requestState` tokens.
+//! The key ring: the 256-bit keys that seal and open `requestState` tokens
+//! and task payloads.
 //!
 //! The first key seals; every key opens. Each key is named by its [`KeyId`],
-//! the first 8 bytes of SHA-256 of the key, which every token carries in clear
-//! so that opening picks the right key without trial decryption. The id says
+//! the first 8 bytes of SHA-256 of the key, which every sealed envelope
+//! carries in clear so that opening picks the right key without trial
+//! decryption. Only the envelope (`envelope.rs`) uses the keys themselves. The id says
 //! nothing useful about the key (it is a truncated hash of 256 random bits).
 
 use std::fmt;
@@ -140,8 +142,8 @@ struct RingKey {
     aead: LessSafeKey,
 }
 
-/// The keys that seal and open `requestState`: the first key seals, every key
-/// opens.
+/// The keys that seal and open `requestState` and task payloads: the first
+/// key seals, every key opens.
 ///
 /// To rotate without downtime across a fleet: (1) add the new key at the END
 /// of every process's ring and roll out (everyone can now open tokens sealed
@@ -236,13 +238,13 @@ impl KeyRing {
         self.keys.iter().map(|k| k.id).collect()
     }
 
-    /// The sealing key.
-    pub(crate) fn sealing_key(&self) -> (KeyId, &LessSafeKey) {
+    /// The sealing key, for the envelope.
+    pub(super) fn sealing_key(&self) -> (KeyId, &LessSafeKey) {
         (self.keys[0].id, &self.keys[0].aead)
     }
 
-    /// The key with this id, if the ring has it.
-    pub(crate) fn find(&self, id: &KeyId) -> Option<&LessSafeKey> {
+    /// The key with this id, if the ring has it, for the envelope.
+    pub(super) fn find(&self, id: &KeyId) -> Option<&LessSafeKey> {
         self.keys.iter().find(|k| k.id == *id).map(|k| &k.aead)
     }
 

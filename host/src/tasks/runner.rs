@@ -14,16 +14,86 @@
 //! the rounds running here back to the store ([`Tasks::stop_claiming`]):
 //! each is stopped and made due again, without counting the attempt, for
 //! another host (or this one, restarted) to run while this one drains.
+//!
+//! The runner knows records, leases and sealed bytes, never a task's
+//! plaintext nor the wire: it runs a round, and words a failure, through
+//! [`TaskRounds`], which the server gives it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{Notify, OwnedSemaphorePermit, broadcast};
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+use tokio::sync::{Notify, OwnedSemaphorePermit, broadcast, watch};
 
-use super::round::RoundEnd;
-use super::{Tasks, error_object, over_bound, payload};
-use crate::protocol::Server;
-use crate::tasks::{Lease, StoreError, TaskEvent, TaskRecord, TaskStatus, now_ms};
+use super::store::{Bound, Lease, StoreError, TaskEvent, TaskRecord, TaskStatus, now_ms};
+use super::{Tasks, WRITE_ATTEMPTS, millis};
+
+/// What the runner asks of the server whose tasks it runs.
+pub trait TaskRounds: Send + Sync + 'static {
+    /// Runs the next round of `record` (claimed by this host) to its end:
+    /// what it made of the task.
+    fn run_round<'a>(&'a self, record: &'a TaskRecord) -> BoxFuture<'a, RoundEnd>;
+
+    /// The error a task fails with when the runner fails it (a JSON-RPC
+    /// error object, as [`RoundEnd::Failed`] holds).
+    fn failure(&self, why: &Failure) -> Value;
+}
+
+/// How a round leaves its task.
+#[derive(Debug)]
+pub enum RoundEnd {
+    /// The task is done: this result (an `isError` result included).
+    Completed(Value),
+    /// The task failed with this JSON-RPC error (`{code, message}`).
+    Failed(Value),
+    /// The task waits for the client's answers to these requests (the wire's
+    /// `inputRequests`), then runs its next round with this payload.
+    InputRequired {
+        /// The requests, by their task-unique keys.
+        requests: Value,
+        /// The payload for the next round, sealed
+        /// ([`payload`](super::payload)): the tool's keys pending.
+        sealed: Vec<u8>,
+    },
+    /// The round stored a checkpoint: the next round is due at once, with
+    /// this payload, sealed.
+    Checkpoint(Vec<u8>),
+    /// The round could not start (the server is at its limits): run it again
+    /// later, as it was.
+    Deferred,
+}
+
+impl RoundEnd {
+    /// How the round ended, as a label value of `airlock_task_rounds_total`.
+    pub fn outcome(&self) -> &'static str {
+        match self {
+            RoundEnd::Completed(_) => "completed",
+            RoundEnd::Failed(_) => "failed",
+            RoundEnd::InputRequired { .. } => "input_required",
+            RoundEnd::Checkpoint(_) => "checkpoint",
+            RoundEnd::Deferred => "deferred",
+        }
+    }
+}
+
+/// Why the runner fails a task, whatever its round made of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Failure {
+    /// Its round was started this many times without finishing: the hosts
+    /// running it stopped.
+    #[error(
+        "The task's round was started {0} times without finishing (its hosts stopped); giving up"
+    )]
+    GaveUp(u32),
+    /// What its round made of it would store more than this many bytes.
+    #[error("The task would store more than the {0} bytes a task may hold")]
+    TooLarge(usize),
+    /// What its round made of it does not fit in the store: over this
+    /// bound.
+    #[error("{0}")]
+    StoreFull(Bound),
+}
 
 /// How long a claimed round is this host's without renewal.
 pub const LEASE: Duration = Duration::from_secs(10);
@@ -40,10 +110,14 @@ const LOOK_EVERY: Duration = Duration::from_secs(1);
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
 
 impl Tasks {
-    /// Runs this host's share of the tasks until the server shuts down.
-    pub async fn run(self: Arc<Self>, server: Arc<Server>) {
+    /// Runs this host's share of the tasks, each round through `rounds`,
+    /// until `shutdown` turns `true` (or [`Tasks::stop_claiming`]).
+    pub async fn run(
+        self: Arc<Self>,
+        rounds: Arc<dyn TaskRounds>,
+        mut shutdown: watch::Receiver<bool>,
+    ) {
         let mut events = self.store.events();
-        let mut shutdown = server.shutting_down();
         let mut stopping = self.stopping.subscribe();
         let mut look = tokio::time::interval(LOOK_EVERY);
         look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -65,7 +139,7 @@ impl Tasks {
                 _ = shutdown.wait_for(|down| *down) => return,
                 _ = stopping.wait_for(|stopping| *stopping) => return,
             }
-            self.start_due_rounds(&server).await;
+            self.start_due_rounds(&rounds).await;
             if last_sweep.elapsed() >= SWEEP_EVERY {
                 last_sweep = std::time::Instant::now();
                 if let Err(error) = self.store.sweep(now_ms()).await {
@@ -77,7 +151,7 @@ impl Tasks {
 
     /// Claims due rounds while this host has room for them and is not
     /// stopping, and starts each.
-    async fn start_due_rounds(self: &Arc<Self>, server: &Arc<Server>) {
+    async fn start_due_rounds(self: &Arc<Self>, rounds: &Arc<dyn TaskRounds>) {
         loop {
             if *self.stopping.borrow() {
                 return;
@@ -86,12 +160,12 @@ impl Tasks {
                 return;
             };
             let now = now_ms();
-            let until = now + super::millis(LEASE);
+            let until = now + millis(LEASE);
             match self.store.claim(&self.host, now, until).await {
                 Ok(Some(record)) => {
                     let tasks = self.clone();
-                    let server = server.clone();
-                    tokio::spawn(async move { tasks.run_round(&server, record, permit).await });
+                    let rounds = rounds.clone();
+                    tokio::spawn(async move { tasks.run_round(&*rounds, record, permit).await });
                 }
                 Ok(None) => return,
                 Err(error) => {
@@ -104,25 +178,25 @@ impl Tasks {
 
     /// Runs one claimed round to its end, or until its task is cancelled or
     /// its lease lost.
-    async fn run_round(&self, server: &Server, record: TaskRecord, permit: OwnedSemaphorePermit) {
-        self.run_claimed(server, record).await;
+    async fn run_round(
+        &self,
+        rounds: &dyn TaskRounds,
+        record: TaskRecord,
+        permit: OwnedSemaphorePermit,
+    ) {
+        self.run_claimed(rounds, record).await;
         // A slot is free: look for the next due round now, not at the next tick.
         drop(permit);
         self.freed.notify_one();
     }
 
     /// [`run_round`](Self::run_round), while its slot is held.
-    async fn run_claimed(&self, server: &Server, record: TaskRecord) {
+    async fn run_claimed(&self, rounds: &dyn TaskRounds, record: TaskRecord) {
         let id = record.id.clone();
         if record.attempts > self.settings.max_attempts {
-            let end = RoundEnd::Failed(serde_json::json!({
-                "code": crate::protocol::jsonrpc::codes::INTERNAL_ERROR,
-                "message": format!(
-                    "The task's round was started {} times without finishing (its hosts stopped); giving up",
-                    self.settings.max_attempts
-                ),
-            }));
-            self.finish(server, record, end).await;
+            let gave_up = Failure::GaveUp(self.settings.max_attempts);
+            let end = RoundEnd::Failed(rounds.failure(&gave_up));
+            self.finish(rounds, record, end).await;
             return;
         }
         let stop = Arc::new(Notify::new());
@@ -147,7 +221,7 @@ impl Tasks {
         tracing::info!(task = %id, tool = %record.tool, round = record.round + 1, attempt = record.attempts, "task round started");
         let mut held = record.clone();
         let outcome = tokio::select! {
-            end = server.run_task_round(&record) => Some(end),
+            end = rounds.run_round(&record) => Some(end),
             () = stop.notified() => None,
             () = self.keep_lease(&mut held) => None,
         };
@@ -156,7 +230,7 @@ impl Tasks {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(&id);
         match outcome {
-            Some(end) => self.finish(server, held, end).await,
+            Some(end) => self.finish(rounds, held, end).await,
             None if *self.stopping.borrow() => self.give_back(&id).await,
             None => {
                 tracing::info!(task = %id, "task round stopped: the task was cancelled or is no longer this host's")
@@ -182,7 +256,7 @@ impl Tasks {
             let mut renewed = current;
             renewed.lease = Some(Lease {
                 holder: self.host.clone(),
-                until_ms: now_ms() + super::millis(LEASE),
+                until_ms: now_ms() + millis(LEASE),
             });
             if let Ok(true) = self.replace(&renewed).await {
                 renewed.version += 1;
@@ -226,7 +300,7 @@ impl Tasks {
     /// at its place in the queue, without counting the attempt this host
     /// made, and announced to every host.
     async fn give_back(&self, id: &str) {
-        for _ in 0..super::WRITE_ATTEMPTS {
+        for _ in 0..WRITE_ATTEMPTS {
             let mut current = match self.store.get(id).await {
                 Ok(Some(current)) if self.holds(&current) => current,
                 // Ended, cancelled or taken over meanwhile: nothing to hand back.
@@ -266,9 +340,9 @@ impl Tasks {
     /// host's; tells listeners and, when a round is due, every host. A
     /// round whose outcome would take the store past its byte bound fails
     /// its task with the quota error instead.
-    async fn finish(&self, server: &Server, held: TaskRecord, mut end: RoundEnd) {
+    async fn finish(&self, rounds: &dyn TaskRounds, held: TaskRecord, mut end: RoundEnd) {
         let id = held.id.clone();
-        for _ in 0..super::WRITE_ATTEMPTS {
+        for _ in 0..WRITE_ATTEMPTS {
             let current = match self.store.get(&id).await {
                 Ok(Some(current)) => current,
                 Ok(None) => return,
@@ -281,11 +355,10 @@ impl Tasks {
                 return;
             }
             let mut next = current;
-            let due = match self.apply(server, &mut next, &end) {
+            let due = match self.apply(&mut next, &end) {
                 Ok(due) => due,
-                Err(message) => {
-                    let error = crate::protocol::jsonrpc::RpcError::internal(message);
-                    fail(&mut next, &error_object(&error));
+                Err(failure) => {
+                    fail(&mut next, &rounds.failure(&failure));
                     false
                 }
             };
@@ -301,7 +374,7 @@ impl Tasks {
                 Err(StoreError::Full(bound)) => {
                     tracing::warn!(task = %id, %bound, "a task round's outcome does not fit in the task store; the task fails");
                     // Ending a task is never refused.
-                    end = RoundEnd::Failed(error_object(&over_bound(bound)));
+                    end = RoundEnd::Failed(rounds.failure(&Failure::StoreFull(bound)));
                 }
                 Err(error) => {
                     tracing::warn!(task = %id, %error, "cannot write a task round's outcome; another host runs the round again");
@@ -312,18 +385,8 @@ impl Tasks {
     }
 
     /// Changes `record` as `end` says; `Ok(true)` when its next round is
-    /// due at once; `Err` when the result cannot be kept (too large, or the
-    /// state cannot be sealed).
-    fn apply(
-        &self,
-        server: &Server,
-        record: &mut TaskRecord,
-        end: &RoundEnd,
-    ) -> Result<bool, String> {
-        let seal = |payload| {
-            payload::seal(server.sealer().keys(), &record.id, &record.owner, payload)
-                .map_err(|e| e.to_string())
-        };
+    /// due at once; `Err` when the task cannot keep it (too large).
+    fn apply(&self, record: &mut TaskRecord, end: &RoundEnd) -> Result<bool, Failure> {
         let due = match end {
             RoundEnd::Completed(result) => {
                 record.status = TaskStatus::Completed;
@@ -337,8 +400,8 @@ impl Tasks {
                 fail(record, error);
                 false
             }
-            RoundEnd::InputRequired { requests, payload } => {
-                record.sealed = seal(payload)?;
+            RoundEnd::InputRequired { requests, sealed } => {
+                record.sealed = sealed.clone();
                 record.round += 1;
                 record.attempts = 0;
                 record.status = TaskStatus::InputRequired;
@@ -346,8 +409,8 @@ impl Tasks {
                 record.runnable = false;
                 false
             }
-            RoundEnd::Checkpoint(payload) => {
-                record.sealed = seal(payload)?;
+            RoundEnd::Checkpoint(sealed) => {
+                record.sealed = sealed.clone();
                 record.round += 1;
                 record.attempts = 0;
                 record.runnable = true;
@@ -364,10 +427,7 @@ impl Tasks {
             }
         };
         if record.payload_bytes() > self.settings.max_task_bytes {
-            return Err(format!(
-                "The task would store more than the {} bytes a task may hold",
-                self.settings.max_task_bytes
-            ));
+            return Err(Failure::TooLarge(self.settings.max_task_bytes));
         }
         Ok(due)
     }

@@ -1,14 +1,9 @@
-//! The binary layout of a `requestState` token: the envelope around the
-//! ciphertext and the plaintext payload inside it. No cryptography here.
+//! The plaintext of a `requestState` token, inside the sealed envelope
+//! (`envelope.rs`, domain `airlock/request-state`, no associated data). No
+//! cryptography here.
 //!
 //! ```text
 //! token     = base64url-nopad( envelope )
-//! envelope  = version (1 byte, 0x01)
-//!           || key_id (8 bytes)
-//!           || nonce (12 bytes)
-//!           || AES-256-GCM ciphertext of payload || tag (16 bytes)
-//! aad       = "airlock/request-state" || version || key_id
-//!
 //! payload   = issued_at         u64     unix seconds
 //!           || expires_at       u64     unix seconds
 //!           || round            u32
@@ -25,72 +20,15 @@
 //! left, refuses flags other than 0 and 1, invalid UTF-8 and trailing bytes,
 //! and never panics.
 
-use super::keyring::{KEY_ID_LEN, KeyId};
+use super::envelope::{HEADER_LEN, TAG_LEN};
 
-/// The only format version so far.
-pub(crate) const VERSION: u8 = 0x01;
-/// Domain label at the start of the AAD, so these ciphertexts are never
-/// valid for any other use of the same key.
-pub(crate) const AAD_LABEL: &[u8] = b"airlock/request-state";
-/// AES-GCM nonce length.
-pub(crate) const NONCE_LEN: usize = 12;
-/// AES-GCM tag length.
-pub(crate) const TAG_LEN: usize = 16;
 /// Random token id length.
 pub(crate) const TOKEN_ID_LEN: usize = 16;
-/// version || key_id || nonce.
-pub(crate) const HEADER_LEN: usize = 1 + KEY_ID_LEN + NONCE_LEN;
 /// Payload bytes that do not depend on field contents (fixed fields, the
 /// three length prefixes and the presence flag).
 pub(crate) const PAYLOAD_FIXED_LEN: usize = 8 + 8 + 4 + TOKEN_ID_LEN + 3 * 4 + 32 + 1;
-/// The smallest possible envelope.
+/// The smallest possible sealed token.
 pub(crate) const MIN_ENVELOPE_LEN: usize = HEADER_LEN + PAYLOAD_FIXED_LEN + TAG_LEN;
-
-/// The associated data for a token with this version and key id.
-pub(crate) fn aad(version: u8, key_id: &KeyId) -> Vec<u8> {
-    let mut aad = Vec::with_capacity(AAD_LABEL.len() + 1 + KEY_ID_LEN);
-    aad.extend_from_slice(AAD_LABEL);
-    aad.push(version);
-    aad.extend_from_slice(key_id.as_bytes());
-    aad
-}
-
-/// The clear header of an envelope.
-pub(crate) struct Header {
-    pub version: u8,
-    pub key_id: KeyId,
-    pub nonce: [u8; NONCE_LEN],
-}
-
-impl Header {
-    /// Writes the header at the start of `out`.
-    pub fn write(&self, out: &mut Vec<u8>) {
-        out.push(self.version);
-        out.extend_from_slice(self.key_id.as_bytes());
-        out.extend_from_slice(&self.nonce);
-    }
-
-    /// Splits an envelope into its header and the ciphertext with tag.
-    /// Returns `None` if it is shorter than a header.
-    pub fn split(envelope: &mut [u8]) -> Option<(Header, &mut [u8])> {
-        if envelope.len() < HEADER_LEN {
-            return None;
-        }
-        let (head, rest) = envelope.split_at_mut(HEADER_LEN);
-        let mut key_id = [0u8; KEY_ID_LEN];
-        key_id.copy_from_slice(&head[1..1 + KEY_ID_LEN]);
-        let mut nonce = [0u8; NONCE_LEN];
-        nonce.copy_from_slice(&head[1 + KEY_ID_LEN..]);
-        Some((
-            Header {
-                version: head[0],
-                key_id: KeyId::from_bytes(key_id),
-                nonce,
-            },
-            rest,
-        ))
-    }
-}
 
 /// The plaintext inside a token. Borrows its strings and state, from the
 /// caller when sealing and from the decrypted buffer when opening.
@@ -334,29 +272,5 @@ mod tests {
             }
             let _ = Payload::decode(&buf);
         }
-    }
-
-    #[test]
-    fn header_round_trips() {
-        let header = Header {
-            version: VERSION,
-            key_id: KeyId::from_bytes([1, 2, 3, 4, 5, 6, 7, 8]),
-            nonce: [0x33; NONCE_LEN],
-        };
-        let mut out = Vec::new();
-        header.write(&mut out);
-        assert_eq!(out.len(), HEADER_LEN);
-        out.extend_from_slice(b"ct");
-        let (h, rest) = Header::split(&mut out).unwrap();
-        assert_eq!(
-            (h.version, h.key_id, h.nonce),
-            (VERSION, header.key_id, header.nonce)
-        );
-        assert_eq!(rest, b"ct");
-        assert!(Header::split(&mut [0u8; HEADER_LEN - 1]).is_none());
-        assert_eq!(
-            aad(VERSION, &header.key_id),
-            b"airlock/request-state\x01\x01\x02\x03\x04\x05\x06\x07\x08".to_vec()
-        );
     }
 }

@@ -6,6 +6,7 @@
 
 use std::fmt;
 
+use super::envelope::{OpenFailed, SealFailed};
 use super::keyring::KeyId;
 use super::redemption::{StoreError, TokenId};
 use super::token::PayloadError;
@@ -22,6 +23,9 @@ pub const SEAL_FAILED_MESSAGE: &str =
 /// token was used ([`StateError::Unrecorded`]): the server's problem; the
 /// token was not spent, so the same request may be retried.
 pub const STATE_UNRECORDED_MESSAGE: &str = "the server could not record the use of this requestState (single-use mode); retry this request later";
+
+/// [`StateError::Malformed`] for a token shorter than the smallest one.
+pub(super) const TOO_SHORT: &str = "too short to be a requestState token";
 
 /// [`StateError::TooLarge::what`] when the guest state is over its limit.
 pub const GUEST_STATE_SIZE: &str = "guest state size in bytes";
@@ -184,6 +188,23 @@ impl StateError {
             StateError::Unrecorded(_) => "unrecorded",
             StateError::TooLarge { .. } => "too_large",
             StateError::Sealing(_) => "sealing",
+        }
+    }
+}
+
+impl From<SealFailed> for StateError {
+    fn from(failed: SealFailed) -> Self {
+        StateError::Sealing(failed.message())
+    }
+}
+
+impl From<OpenFailed> for StateError {
+    fn from(failed: OpenFailed) -> Self {
+        match failed {
+            OpenFailed::TooShort => StateError::Malformed(TOO_SHORT),
+            OpenFailed::Version(version) => StateError::UnsupportedVersion(version),
+            OpenFailed::UnknownKey(id) => StateError::UnknownKey(id),
+            OpenFailed::Forged => StateError::Forged,
         }
     }
 }

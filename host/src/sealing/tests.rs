@@ -8,7 +8,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ring::aead::{AES_256_GCM, Aad, LessSafeKey, Nonce, UnboundKey};
 use serde_json::{Value, json};
 
-use super::token::{self, HEADER_LEN, Payload, TAG_LEN, VERSION};
+use super::envelope::{self, Domain, FreshNonce, HEADER_LEN, SealFailed, TAG_LEN};
+use super::token::{self, Payload};
 use super::*;
 
 const KEY_A: [u8; 32] = [0x11; 32];
@@ -45,22 +46,31 @@ fn seal_raw(key: &[u8; 32], plaintext: &[u8]) -> String {
 
 /// [`seal_raw`] with the given nonce: deterministic tokens.
 fn seal_raw_with_nonce(key: &[u8; 32], nonce: [u8; 12], plaintext: &[u8]) -> String {
-    let id = KeyId::of(key);
-    let aead = LessSafeKey::new(UnboundKey::new(&AES_256_GCM, key).unwrap());
-    let mut out = vec![VERSION];
-    out.extend_from_slice(id.as_bytes());
-    out.extend_from_slice(&nonce);
-    out.extend_from_slice(plaintext);
-    let aad = token::aad(VERSION, &id);
-    let tag = aead
-        .seal_in_place_separate_tag(
-            Nonce::assume_unique_for_key(nonce),
-            Aad::from(&aad),
-            &mut out[HEADER_LEN..],
-        )
-        .unwrap();
-    out.extend_from_slice(tag.as_ref());
-    URL_SAFE_NO_PAD.encode(out)
+    seal_raw_in(Domain::RequestState, &[], key, nonce, plaintext)
+}
+
+/// [`seal_raw_with_nonce`] in any domain, with any associated data.
+fn seal_raw_in(
+    domain: Domain,
+    associated: &[u8],
+    key: &[u8; 32],
+    nonce: [u8; 12],
+    plaintext: &[u8],
+) -> String {
+    let keys = KeyRing::from_keys(&[*key]).unwrap();
+    let sealed = envelope::seal(
+        &keys,
+        domain,
+        associated,
+        FreshNonce::given(nonce),
+        plaintext.len(),
+        |out| {
+            out.extend_from_slice(plaintext);
+            Ok::<_, SealFailed>(())
+        },
+    )
+    .unwrap();
+    URL_SAFE_NO_PAD.encode(sealed)
 }
 
 #[test]
@@ -141,6 +151,52 @@ fn envelope_is_as_documented() {
     );
     assert_eq!(p.arguments_digest, digest_arguments(&a));
     assert_eq!(p.guest_state, Some(STATE));
+}
+
+/// Tokens sealed by the code before the envelope was shared by task
+/// payloads (key `[0x5a; 32]`, at [`VECTOR_NOW`], TTL 600 s, for
+/// [`vector_binding`]): round 2 with guest state `b"guest state \0\xff"`,
+/// and round 1 without. Tokens in flight across an upgrade must keep
+/// opening, and the layout must not change.
+const VECTORS: [&str; 2] = [
+    "AWC_B8SIqtGPwm7lbOdq83O2AfKvuSviYzaXTLQRWq4LNLNAS0oyhUNE2S4yohwnUQli4LVi8CdAWGhKWVVJsmLLepIPZot_ohnWX2PaheOTWCJ1kjQIHMME-5WT2tSQYo9GmT5QMHYBmmWvj_-IMehZilWWY-9EL34T8JO3OCcaLaDacuNUbM9K9RkQA_cG0NQCgUrZ0hEvM-pxjJIw4wjXjwY",
+    "AWC_B8SIqtGPdAty3eyzze209FYWzg5au12cFVgf1ryrVaCYmapn7HKJbxSh9qPCFvb55-bkJXpMKwyUx3JH8DleETbUT-ntrZNisKXUE01SowbtNRHzBIybRFuZ6yDpvVguOWL82O-_NN4c6ClPEbG4sT-53DGD8StGhE_KLzwFiOHXzw1p3b5pPASJZpf2SJI",
+];
+const VECTOR_KEY: [u8; 32] = [0x5a; 32];
+const VECTOR_NOW: u64 = 1_785_000_000;
+
+fn vector_binding(args: &Value) -> Binding<'_> {
+    Binding::new("token:alice", "tools/call", "weather", args)
+}
+
+#[test]
+fn tokens_sealed_before_the_shared_envelope_still_open_and_seal_alike() {
+    let s = sealer(&[VECTOR_KEY]);
+    let a = json!({"city": "Oslo", "days": 3});
+    let b = vector_binding(&a);
+    let expected: [(u32, Option<&[u8]>); 2] = [(2, Some(b"guest state \0\xff")), (1, None)];
+    for (token, (round, state)) in VECTORS.iter().zip(expected) {
+        let opened = s.open_at(token, &b, VECTOR_NOW + 1).unwrap();
+        assert_eq!(opened.round, round);
+        assert_eq!(opened.guest_state.as_deref(), state);
+        assert_eq!(
+            (opened.issued_at, opened.expires_at),
+            (VECTOR_NOW, VECTOR_NOW + 600)
+        );
+        // The same inputs, nonce and token id seal to the same bytes.
+        let nonce: [u8; 12] = decode(token)[9..HEADER_LEN].try_into().unwrap();
+        let again = s
+            .seal_drawn(
+                &b,
+                round,
+                state,
+                VECTOR_NOW,
+                FreshNonce::given(nonce),
+                opened.token_id,
+            )
+            .unwrap();
+        assert_eq!(&again, token);
+    }
 }
 
 #[test]
@@ -499,6 +555,33 @@ fn a_borrowed_key_id_does_not_help_a_forger() {
             .unwrap_err(),
         StateError::Forged
     );
+}
+
+#[test]
+fn a_token_sealed_in_another_domain_does_not_open() {
+    let s = sealer(&[KEY_A]);
+    let a = args();
+    let b = binding(&a);
+    let payload = Payload {
+        issued_at: NOW,
+        expires_at: NOW + 600,
+        round: 1,
+        token_id: [5; 16],
+        principal: b.principal,
+        method: b.method,
+        target: b.target,
+        arguments_digest: b.arguments_digest,
+        guest_state: Some(STATE),
+    };
+    let mut plain = Vec::new();
+    payload.encode(&mut plain).unwrap();
+    let genuine = seal_raw_in(Domain::RequestState, &[], &KEY_A, [9; 12], &plain);
+    assert!(s.open_at(&genuine, &b, NOW).is_ok());
+    // The same plaintext as a task payload, bound to a task or to nothing.
+    for associated in [&b""[..], b"\0\0\0\x02t1\0\0\0\x12iss|alice|client-1"] {
+        let other = seal_raw_in(Domain::TaskPayload, associated, &KEY_A, [9; 12], &plain);
+        assert_eq!(s.open_at(&other, &b, NOW), Err(StateError::Forged));
+    }
 }
 
 #[test]

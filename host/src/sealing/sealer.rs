@@ -6,16 +6,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use ring::aead::{Aad, Nonce};
-use ring::rand::{SecureRandom, SystemRandom};
 
 use super::binding::{Binding, ct_eq};
-use super::error::{BINDING_FIELD_SIZE, BindingField, GUEST_STATE_SIZE, StateError, TOKEN_LENGTH};
+use super::envelope::{self, Domain, FreshNonce, HEADER_LEN, TAG_LEN};
+use super::error::{
+    BINDING_FIELD_SIZE, BindingField, GUEST_STATE_SIZE, StateError, TOKEN_LENGTH, TOO_SHORT,
+};
 use super::keyring::KeyRing;
 use super::redemption::{Redemption, RedemptionStore, TokenId};
-use super::token::{
-    self, HEADER_LEN, Header, MIN_ENVELOPE_LEN, NONCE_LEN, Payload, TAG_LEN, TOKEN_ID_LEN, VERSION,
-};
+use super::token::{self, MIN_ENVELOPE_LEN, Payload, TOKEN_ID_LEN};
 
 /// Default token lifetime: 10 minutes, room for a person to answer a form.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(600);
@@ -89,7 +88,6 @@ pub struct StateSealer {
     keys: KeyRing,
     ttl_secs: u64,
     limits: StateLimits,
-    rng: SystemRandom,
     /// Single-use mode: where redeemed token ids are recorded.
     redemptions: Option<Arc<dyn RedemptionStore>>,
 }
@@ -113,7 +111,6 @@ impl StateSealer {
             keys,
             ttl_secs: ttl.as_secs().max(1),
             limits,
-            rng: SystemRandom::new(),
             redemptions: None,
         }
     }
@@ -178,13 +175,21 @@ impl StateSealer {
         }
         // One draw from the operating system for both (a system call each
         // otherwise).
-        let mut random = [0u8; TOKEN_ID_LEN + NONCE_LEN];
-        self.rng
-            .fill(&mut random)
-            .map_err(|_| StateError::Sealing("the system random number generator failed"))?;
-        let (token_id, nonce) = random.split_at(TOKEN_ID_LEN);
-        let token_id: [u8; TOKEN_ID_LEN] = token_id.try_into().expect("split at its length");
-        let nonce: [u8; NONCE_LEN] = nonce.try_into().expect("the rest is a nonce");
+        let (nonce, token_id) = FreshNonce::draw_with::<TOKEN_ID_LEN>()?;
+        self.seal_drawn(binding, round, guest_state, now, nonce, token_id)
+    }
+
+    /// [`StateSealer::seal_at`] once the guest state's size is checked and
+    /// the random nonce and token id drawn.
+    pub(super) fn seal_drawn(
+        &self,
+        binding: &Binding<'_>,
+        round: u32,
+        guest_state: Option<&[u8]>,
+        now: u64,
+        nonce: FreshNonce,
+        token_id: [u8; TOKEN_ID_LEN],
+    ) -> Result<String, StateError> {
         let payload = Payload {
             issued_at: now,
             expires_at: now.saturating_add(self.ttl_secs),
@@ -205,9 +210,9 @@ impl StateSealer {
                 .unwrap_or(0),
             max: u32::MAX as usize,
         };
-        let envelope_len = payload
-            .encoded_len()
-            .and_then(|n| n.checked_add(HEADER_LEN + TAG_LEN))
+        let payload_len = payload.encoded_len().ok_or_else(too_long_field)?;
+        let envelope_len = payload_len
+            .checked_add(HEADER_LEN + TAG_LEN)
             .ok_or_else(too_long_field)?;
         let text_len = base64_len(envelope_len).ok_or_else(too_long_field)?;
         if text_len > self.limits.max_token_len {
@@ -217,27 +222,16 @@ impl StateSealer {
                 max: self.limits.max_token_len,
             });
         }
-
-        let (key_id, key) = self.keys.sealing_key();
-        let mut envelope = Vec::with_capacity(envelope_len);
-        Header {
-            version: VERSION,
-            key_id,
+        let sealed = envelope::seal(
+            &self.keys,
+            Domain::RequestState,
+            &[],
             nonce,
-        }
-        .write(&mut envelope);
-        payload.encode(&mut envelope).ok_or_else(too_long_field)?;
-        let aad = token::aad(VERSION, &key_id);
-        let tag = key
-            .seal_in_place_separate_tag(
-                Nonce::assume_unique_for_key(nonce),
-                Aad::from(&aad),
-                &mut envelope[HEADER_LEN..],
-            )
-            .map_err(|_| StateError::Sealing("AES-256-GCM refused to seal"))?;
-        envelope.extend_from_slice(tag.as_ref());
-        debug_assert_eq!(envelope.len(), envelope_len);
-        Ok(URL_SAFE_NO_PAD.encode(&envelope))
+            payload_len,
+            |out| payload.encode(out).ok_or_else(too_long_field),
+        )?;
+        debug_assert_eq!(sealed.len(), envelope_len);
+        Ok(URL_SAFE_NO_PAD.encode(&sealed))
     }
 
     /// Opens a token from a client and checks it against the request in
@@ -266,34 +260,13 @@ impl StateSealer {
                 max: self.limits.max_token_len,
             });
         }
-        let mut envelope = URL_SAFE_NO_PAD
+        let mut sealed = URL_SAFE_NO_PAD
             .decode(token)
             .map_err(|_| StateError::Malformed("not base64url without padding"))?;
-        if envelope.len() < MIN_ENVELOPE_LEN {
-            return Err(StateError::Malformed(
-                "too short to be a requestState token",
-            ));
+        if sealed.len() < MIN_ENVELOPE_LEN {
+            return Err(StateError::Malformed(TOO_SHORT));
         }
-        let Some((header, sealed)) = Header::split(&mut envelope) else {
-            return Err(StateError::Malformed(
-                "too short to be a requestState token",
-            ));
-        };
-        if header.version != VERSION {
-            return Err(StateError::UnsupportedVersion(header.version));
-        }
-        let key = self
-            .keys
-            .find(&header.key_id)
-            .ok_or(StateError::UnknownKey(header.key_id))?;
-        let aad = token::aad(header.version, &header.key_id);
-        let plaintext = key
-            .open_in_place(
-                Nonce::assume_unique_for_key(header.nonce),
-                Aad::from(&aad),
-                sealed,
-            )
-            .map_err(|_| StateError::Forged)?;
+        let plaintext = envelope::open(&self.keys, Domain::RequestState, &[], &mut sealed)?;
         let payload = Payload::decode(plaintext).map_err(StateError::BadPayload)?;
 
         if now >= payload.expires_at {

@@ -20,7 +20,7 @@
 //! # Why the call blocks
 //!
 //! [`RedemptionStore::redeem`] is synchronous, and so is
-//! [`StateSealer::open`](crate::state::StateSealer::open), which calls it
+//! [`StateSealer::open`](crate::sealing::StateSealer::open), which calls it
 //! from async request handlers. Making both async would change every
 //! caller and test of `open` for the sake of this one store; instead the
 //! call runs the async command to completion on the current Tokio runtime
@@ -48,8 +48,8 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::runtime::{Handle, RuntimeFlavor};
 
 use super::{Redemption, RedemptionStore, StoreError, TokenId};
-use crate::state::CLOCK_SKEW;
-use crate::tasks::redis::describe_url;
+use crate::redis_url;
+use crate::sealing::CLOCK_SKEW;
 
 /// The key of a redeemed id, without the id (in hex).
 const KEY_PREFIX: &str = "airlock:redeemed:";
@@ -73,7 +73,7 @@ impl RedisRedemptions {
     /// and checks that it answers. `rediss://` (TLS) is refused: this build
     /// has no TLS client for Redis.
     pub async fn connect(url: &str) -> Result<RedisRedemptions, StoreError> {
-        let description = describe_url(url)
+        let description = redis_url::describe(url)
             .map_err(|why| StoreError::Unavailable(format!("the single-use store URL: {why}")))?;
         let failed = |what: &str, error: &dyn std::fmt::Display| {
             StoreError::Unavailable(format!("Redis at {description}: {what}: {error}"))
@@ -164,7 +164,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::state::{
+    use crate::sealing::{
         Binding, DEFAULT_TTL, KeyRing, STATE_UNRECORDED_MESSAGE, StateError, StateLimits,
         StateSealer,
     };

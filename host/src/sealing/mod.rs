@@ -1,33 +1,56 @@
-//! Sealed `requestState`: the guest's bytes between rounds of a multi
-//! round-trip request (MCP 2026-07-28, SEP-2322).
+//! Sealing: what Airlock hands to others to keep for it, encrypted and
+//! authenticated with the key ring, so that they can neither read nor alter
+//! it. Two things are sealed, each in its own domain of one envelope:
+//!
+//! - `requestState` (MCP 2026-07-28, SEP-2322): the guest's bytes between
+//!   rounds of a multi round-trip request, held by the client
+//!   ([`StateSealer`], most of this module);
+//! - a task's payload: what a task keeps of its guest between rounds (its
+//!   arguments, state and the client's answers), held by the task store and
+//!   bound to the task's id and owner (sealed by the tasks module through
+//!   `envelope.rs`).
+//!
+//! # The envelope
+//!
+//! ```text
+//! sealed = version (0x01) || key_id (8) || nonce (12) || ciphertext || tag (16)
+//! aad    = label || version || key_id || associated
+//! label  = "airlock/request-state" | "airlock/task-payload"
+//! ```
+//!
+//! AES-256-GCM under the ring's first key (`envelope.rs`). The version byte
+//! and key id travel in clear (the key id picks the key without trial
+//! decryption) and are authenticated as associated data, as are the
+//! domain's label, so that what one domain seals means nothing in the
+//! other, and the bytes its user binds it to (`associated`: nothing for
+//! `requestState`, whose binding is inside the plaintext; the task's id and
+//! owner, each as u32 length || UTF-8, for a task payload). Each seal draws
+//! a fresh random 96-bit nonce. With random nonces a key should seal fewer
+//! than 2^32 envelopes; rotate long before that. Only the envelope uses the
+//! keys.
+//!
+//! # `requestState`
 //!
 //! A tool call, prompt or resource read may end with `input_required` and an
 //! opaque `requestState` string that the client echoes on its retry. Airlock
-//! puts the guest's state bytes there, encrypted and authenticated with
-//! AES-256-GCM, so the client can neither read nor alter them, and bound to
-//! the caller and the request so that they cannot be replayed elsewhere. The
-//! spec treats `requestState` as attacker-controlled input (§6.6); nothing in
-//! a token is trusted until it has authenticated and matched its binding.
-//!
-//! # Token layout
+//! puts the guest's state bytes there, sealed, so the client can neither
+//! read nor alter them, and bound to the caller and the request so that
+//! they cannot be replayed elsewhere. The spec treats `requestState` as
+//! attacker-controlled input (§6.6); nothing in a token is trusted until it
+//! has authenticated and matched its binding.
 //!
 //! ```text
-//! requestState = base64url-nopad( 0x01 || key_id (8) || nonce (12) || ciphertext || tag (16) )
-//! AAD          = "airlock/request-state" || 0x01 || key_id
+//! requestState = base64url-nopad( sealed )            (domain "airlock/request-state")
 //! plaintext    = issued_at u64 || expires_at u64 || round u32 || token_id (16)
 //!                || principal || method || target      (each u32 length || UTF-8)
 //!                || arguments_digest (32)
 //!                || 0x00 | 0x01 || u32 length || guest_state
 //! ```
 //!
-//! Integers are big-endian; see `token.rs` for the details. The version byte
-//! and key id travel in clear (the key id picks the key without trial
-//! decryption) and are authenticated as associated data, as is a domain
-//! label so the key's ciphertexts mean nothing elsewhere. Each seal draws a
-//! fresh random 96-bit nonce and 128-bit token id, so sealing the same input
-//! twice gives two different tokens (the spec requires the state to change
-//! between rounds). With random nonces a key should seal fewer than 2^32
-//! tokens; rotate long before that.
+//! Integers are big-endian; see `token.rs` for the details. Each seal draws
+//! a 128-bit token id with the nonce (one call to the operating system), so
+//! sealing the same input twice gives two different tokens (the spec
+//! requires the state to change between rounds).
 //!
 //! # What a token is bound to, and why
 //!
@@ -79,6 +102,8 @@
 //! the new key first and keep the old one second, restart, and remove the
 //! old key one TTL later. A token sealed with a key that has been removed
 //! no longer opens ([`StateError::UnknownKey`]); the client restarts the call.
+//! A task payload sealed with it no longer opens either, and its task fails:
+//! keep a retired key for as long as tasks live (`--task-ttl`) too.
 //!
 //! # Why a fleet needs a shared key ring
 //!
@@ -91,6 +116,7 @@
 //! only until it restarts.
 
 mod binding;
+pub(crate) mod envelope;
 mod error;
 mod keyring;
 pub mod redemption;
