@@ -23,9 +23,9 @@ use crate::mcp::{
     complete, elicit, error_code, error_message, input_required, is_error, retry_params, text,
 };
 use crate::paths::target_dir;
-use crate::{Airlock, McpClient, ToolCall, ToolsDir, all_caps, code, no_caps, run_airlock};
+use crate::{Airlock, McpClient, ToolCall, ToolsDir, all_caps, code, no_caps, run_airlock_within};
 
-/// How long the start that compiles a component (and fills the cache) may
+/// How long a start or an `inspect` that compiles a component may
 /// take before the test gives up: a hang guard, not a speed target (one
 /// component takes tens of seconds to compile on a busy 2-core machine).
 const COMPILE_TIMEOUT: Duration = Duration::from_secs(900);
@@ -124,7 +124,8 @@ impl LanguageTools {
         let bytes = fs::metadata(&file)
             .unwrap_or_else(|e| panic!("{}: {e}: run {}", file.display(), self.build_script))
             .len();
-        let (status, report, stderr) = run_airlock(&["inspect", file.to_str().unwrap()]);
+        let (status, report, stderr) =
+            run_airlock_within(&["inspect", file.to_str().unwrap()], COMPILE_TIMEOUT);
         assert!(status.success(), "{status}: {stderr}");
         let line = |prefix: &str| {
             report

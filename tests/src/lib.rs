@@ -34,7 +34,9 @@ pub use nginx::Nginx;
 pub use otlp::{OtlpReceiver, ReceivedSpan, SilentCollector};
 pub use prometheus::Prometheus;
 pub use redis::RedisServer;
-pub use server::{Airlock, HttpServer, SAMPLE_TOOLS, SAMPLES, ToolsDir, run_airlock};
+pub use server::{
+    Airlock, HttpServer, SAMPLE_TOOLS, SAMPLES, ToolsDir, run_airlock, run_airlock_within,
+};
 pub use sse::{Next, SseStream, listen};
 pub use stdio::StdioServer;
 pub use wait::wait_until;

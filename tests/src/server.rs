@@ -301,6 +301,12 @@ impl Airlock {
 /// Panics, with what it printed, if it has not exited after
 /// [`START_TIMEOUT`] (it is killed then).
 pub fn run_airlock(args: &[&str]) -> (ExitStatus, String, String) {
+    run_airlock_within(args, START_TIMEOUT)
+}
+
+/// [`run_airlock`] for a command that may take longer than a start, such as
+/// `inspect` compiling a large component on a busy machine.
+pub fn run_airlock_within(args: &[&str], timeout: Duration) -> (ExitStatus, String, String) {
     let mut child = Command::new(airlock_bin())
         .args(args)
         .stdin(Stdio::null())
@@ -310,7 +316,7 @@ pub fn run_airlock(args: &[&str]) -> (ExitStatus, String, String) {
         .expect("run airlock");
     let stdout = read_all(child.stdout.take().expect("stdout is piped"));
     let stderr = read_all(child.stderr.take().expect("stderr is piped"));
-    let deadline = Instant::now() + START_TIMEOUT;
+    let deadline = Instant::now() + timeout;
     let status = loop {
         if let Some(status) = child.try_wait().expect("poll airlock") {
             break status;
@@ -319,7 +325,7 @@ pub fn run_airlock(args: &[&str]) -> (ExitStatus, String, String) {
             let _ = child.kill();
             let _ = child.wait();
             panic!(
-                "airlock {args:?} did not exit within {START_TIMEOUT:?}; stderr:\n{}",
+                "airlock {args:?} did not exit within {timeout:?}; stderr:\n{}",
                 stderr.join().unwrap_or_default()
             );
         }
