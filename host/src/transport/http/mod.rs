@@ -18,10 +18,10 @@
 //! status can still say what kind of error it was. Dropping the response
 //! (the client went away) drops the call, which stops the guest.
 //!
-//! Legacy clients (MCP 2025-era, see [`legacy`](crate::legacy))
-//! share the path: the session an `initialize` opens is named in the
-//! reply's `Mcp-Session-Id`, and a request with that header is the
-//! session's (an unknown, ended or expired id, or another principal's, gets
+//! Legacy clients (MCP 2025-era) share the path, and the
+//! [`endpoint`](crate::endpoint) decides which era a message is: the session
+//! an `initialize` opens is named in the reply's `Mcp-Session-Id`, and a
+//! request with that header is the session's (an unknown, ended or expired id, or another principal's, gets
 //! 404). A session's POSTs may carry the client's responses to requests
 //! Airlock sent it (202); GET opens the session's standalone stream; DELETE
 //! ends it.
