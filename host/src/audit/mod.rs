@@ -281,12 +281,24 @@ pub fn over_quota(which: &str) {
 /// (`method` on `target`): noted on the record of the request being served,
 /// or a record of its own outside one.
 pub fn refused(principal: &str, method: &str, target: Option<&str>, rule: &str) {
+    refusal(principal, method, target, "rule", rule);
+}
+
+/// Records an `initialize` of `principal` refused by the quota `which` on
+/// its sessions.
+pub fn session_over_quota(principal: &str, which: &str) {
+    refusal(principal, "initialize", None, "quota", which);
+}
+
+/// Records a refusal `by` a rule or a quota (`what`): on the record of the
+/// request being served, or as a record of its own outside one.
+fn refusal(principal: &str, method: &str, target: Option<&str>, by: &'static str, what: &str) {
     if TRAIL.get().is_none() {
         return;
     }
     let mut in_request = false;
     note(|notes| {
-        notes.refused = Some(("rule", rule.to_owned()));
+        notes.refused = Some((by, what.to_owned()));
         in_request = true;
     });
     if !in_request {
@@ -298,8 +310,8 @@ pub fn refused(principal: &str, method: &str, target: Option<&str>, rule: &str) 
             fields.insert("target".into(), json!(bounded(target)));
         }
         fields.insert("outcome".into(), json!("refused"));
-        fields.insert("refused_by".into(), json!("rule"));
-        fields.insert("rule".into(), json!(bounded(rule)));
+        fields.insert("refused_by".into(), json!(by));
+        fields.insert("rule".into(), json!(bounded(what)));
         emit("call", fields);
     }
 }
@@ -467,7 +479,7 @@ fn hex(bytes: &[u8]) -> String {
 
 /// Lowercase or uppercase hex as bytes, if it is hex.
 fn unhex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len())
@@ -494,6 +506,81 @@ mod tests {
         assert!(bounded(&long).len() <= MAX_TEXT);
         assert_eq!(request_id(&json!(7)), json!(7));
         assert_eq!(request_id(&json!({"a": 1})), json!(r#"{"a":1}"#));
+    }
+
+    fn call(method: &str, params: Value) -> Request {
+        let Value::Object(params) = params else {
+            unreachable!()
+        };
+        Request {
+            id: json!("r-1"),
+            method: method.to_owned(),
+            params,
+        }
+    }
+
+    #[test]
+    fn a_calls_record_says_how_it_ended_and_never_what_it_carried() {
+        use crate::protocol::answer::Complete;
+        use crate::protocol::jsonrpc::RpcError;
+        let request = call(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "SECRET"}}),
+        );
+        let notes = Notes {
+            round: Some(2),
+            component: Some(PathBuf::from("/tools/echo.wasm")),
+            ..Notes::default()
+        };
+        let answer = Answer::Complete(Complete::new(r#"{"content":"SECRET"}"#.into()));
+        let fields = call_fields(&request, "jwt:iss#sub", &answer, notes, Instant::now());
+        assert_eq!(fields["outcome"], "complete");
+        assert_eq!(fields["identity"], "jwt");
+        assert_eq!(fields["round"], 2);
+        assert_eq!(fields["target"], "echo");
+        assert_eq!(fields["component"], "/tools/echo.wasm");
+        assert_eq!(fields["request_id"], "r-1");
+        assert!(!Value::Object(fields).to_string().contains("SECRET"));
+
+        let refused = Notes {
+            refused: Some(("quota", "rate-limit".into())),
+            ..Notes::default()
+        };
+        let answer = Answer::Error(RpcError::quota_exceeded("over"));
+        let fields = call_fields(&request, "anonymous", &answer, refused, Instant::now());
+        assert_eq!(
+            (
+                &fields["outcome"],
+                &fields["refused_by"],
+                &fields["rule"],
+                &fields["code"]
+            ),
+            (
+                &json!("refused"),
+                &json!("quota"),
+                &json!("rate-limit"),
+                &json!(-31429)
+            )
+        );
+
+        let state = Notes {
+            state_refused: Some("forged"),
+            ..Notes::default()
+        };
+        let answer = Answer::Error(RpcError::invalid_params("bad state"));
+        let fields = call_fields(&request, "stdio", &answer, state, Instant::now());
+        assert_eq!(fields["outcome"], "error");
+        assert_eq!(fields["state_refused"], "forged");
+        assert_eq!(fields["code"], -32602);
+        let limited = Notes {
+            limit: Some("max-rounds"),
+            ..Notes::default()
+        };
+        let fields = call_fields(&request, "stdio", &answer, limited, Instant::now());
+        assert_eq!(
+            (&fields["outcome"], &fields["limit"]),
+            (&json!("limit"), &json!("max-rounds"))
+        );
     }
 
     #[test]
