@@ -480,9 +480,12 @@ mod tests {
         assert!(!dir.path().join("a.3").exists());
     }
 
+    /// Whether the gate is open, and what was written through it.
+    type GateState = Mutex<(bool, Vec<u8>)>;
+
     /// A stream that writes nothing until it is opened, then into a buffer.
     #[derive(Clone, Default)]
-    struct Gate(Arc<(Mutex<(bool, Vec<u8>)>, Condvar)>);
+    struct Gate(Arc<(GateState, Condvar)>);
 
     impl Gate {
         fn open(&self) {
