@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use airlock_e2e::legacy::{Endpoint, legacy_caps};
 use airlock_e2e::mcp::{ToolCall, all_caps, complete, text};
-use airlock_e2e::{Airlock, McpClient, ToolsDir, run_airlock, wait_until};
+use airlock_e2e::{Airlock, McpClient, OtlpReceiver, ToolsDir, run_airlock, wait_until};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -256,4 +256,36 @@ fn json_log_lines_carry_their_request_id() {
         .find(|l| l["fields"]["message"] == "round")
         .expect("the round's line");
     assert_eq!(round["span"]["request_id"], json!(request_id), "{round}");
+}
+
+#[test]
+fn audit_records_log_lines_and_spans_share_the_trace_id() {
+    let dir = TempDir::new().unwrap();
+    let trail = dir.path().join("audit.jsonl");
+    let receiver = OtlpReceiver::start();
+    let mut server = Airlock::new(&ToolsDir::with(&["everything"]))
+        .args(["--otlp-endpoint", receiver.endpoint()])
+        .env("OTEL_BSP_SCHEDULE_DELAY", "50")
+        .args(["--audit-file", arg(&trail)])
+        .args(["--log-format", "json"])
+        .env("AIRLOCK_LOG", "airlock=debug")
+        .start_http();
+    let greeted = server
+        .client()
+        .call(&ToolCall::new("greet", json!({"name": "traced"})));
+    complete(&greeted);
+    let span = receiver.wait_for_span("the call's span", |span| span.name == "tools/call greet");
+    server.terminate();
+    assert!(server.wait_exit(Duration::from_secs(30)).is_some());
+
+    let records = records(&audit_files(&trail));
+    let call = find(&records, "the call", |r| r["target"] == "greet");
+    assert_eq!(call["trace_id"], json!(span.trace_id), "{call}");
+    let round = server
+        .stderr()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|line| line["fields"]["message"] == "round")
+        .expect("the round's log line");
+    assert_eq!(round["span"]["trace_id"], json!(span.trace_id), "{round}");
 }
