@@ -494,6 +494,7 @@ fn refused_session(full: Full, principal: &str) -> RpcError {
                 principal,
                 "initialize refused: the caller's sessions are at --max-sessions-per-principal"
             );
+            crate::audit::session_over_quota(principal, "sessions-per-principal");
             RpcError::quota_exceeded(format!(
                 "Too many sessions: a caller may have at most {max} open; end one (DELETE) \
                  or let one expire, then initialize again"

@@ -123,6 +123,7 @@ async fn reload(server: &Server, runtime: &Arc<Runtime>, options: &LiveOptions) 
                 registry.resources().len(),
                 registry.templates().len(),
             );
+            crate::audit::reloaded(&current, &registry);
             match server.replace_registry(registry, &[]) {
                 Ok(()) => tracing::info!(
                     tools = counts.0,
@@ -140,6 +141,7 @@ async fn reload(server: &Server, runtime: &Arc<Runtime>, options: &LiveOptions) 
 
 fn refused(error: &anyhow::Error) {
     crate::metrics::reload_refused();
+    crate::audit::reload_refused(&format!("{error:#}"));
     tracing::error!("reload refused, still serving the previous set: {error:#}");
 }
 

@@ -20,12 +20,76 @@
 //!
 //! The `fmt` layer formats each event into a buffer and hands it to a fresh
 //! writer in one `write_all`, so one [`Write::write`] call here is one event.
+//!
+//! With `--log-format json` ([`json`]) each line is one JSON object (JSON
+//! escapes every control character itself), and every line logged while a
+//! request is served carries, in `span`, the `request_id` and `trace_id` of
+//! that request ([`in_request_span`]), so the log, the traces and the audit
+//! trail join.
 
 use std::borrow::Cow;
+use std::future::Future;
 use std::io::{self, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use tracing::Metadata;
+use tracing::{Instrument, Metadata};
 use tracing_subscriber::fmt::MakeWriter;
+
+/// The format of the server log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines, coloured on a terminal.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Whether requests get their span ([`in_request_span`]): only the JSON
+/// log shows it, so the text log stays as it was.
+static REQUEST_SPANS: AtomicBool = AtomicBool::new(false);
+
+/// A subscriber writing one JSON object per event to `writer`: `timestamp`,
+/// `level`, `target`, `fields` (the message among them), and `span`, the
+/// fields of the request span the event belongs to. Turns request spans on.
+pub fn json<W>(
+    filter: tracing_subscriber::EnvFilter,
+    writer: W,
+) -> impl tracing::Subscriber + Send + Sync + 'static
+where
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
+    REQUEST_SPANS.store(true, Ordering::Relaxed);
+    tracing_subscriber::fmt()
+        .json()
+        .with_current_span(true)
+        .with_span_list(false)
+        .with_env_filter(filter)
+        .with_writer(writer)
+        .finish()
+}
+
+/// Runs `work`, the serving of request `id`, inside a span that names its
+/// request id and, with traces, its trace id, when the log shows them.
+/// Call it inside the request's trace context.
+pub async fn in_request_span<F: Future>(id: &serde_json::Value, work: F) -> F::Output {
+    if !REQUEST_SPANS.load(Ordering::Relaxed) {
+        return work.await;
+    }
+    let id = match id {
+        serde_json::Value::String(text) => Cow::Borrowed(text.as_str()),
+        other => Cow::Owned(other.to_string()),
+    };
+    let span = tracing::info_span!(
+        "request",
+        request_id = %id,
+        trace_id = tracing::field::Empty
+    );
+    if let Some(trace) = crate::telemetry::current_trace_id() {
+        span.record("trace_id", trace);
+    }
+    work.instrument(span).await
+}
 
 /// A [`MakeWriter`] whose writers keep every event on one line (see the
 /// module doc). Wraps another `MakeWriter`, e.g. `std::io::stderr`.
@@ -214,6 +278,34 @@ mod tests {
         fn flush(&mut self) -> io::Result<()> {
             Ok(())
         }
+    }
+
+    #[test]
+    fn json_lines_carry_the_request_id() {
+        let captured = Captured::default();
+        let sink = captured.clone();
+        let filter = tracing_subscriber::EnvFilter::new("info");
+        let subscriber = json(filter, move || sink.clone());
+        tracing::subscriber::with_default(subscriber, || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
+            runtime.block_on(in_request_span(&serde_json::json!("req-7"), async {
+                tracing::info!(tool = "echo", "inside\nthe request");
+            }));
+            tracing::info!("outside");
+        });
+        let out = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<serde_json::Value> = out
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2, "{out}");
+        assert_eq!(lines[0]["level"], "INFO");
+        assert_eq!(lines[0]["fields"]["message"], "inside\nthe request");
+        assert_eq!(lines[0]["fields"]["tool"], "echo");
+        assert_eq!(lines[0]["span"]["request_id"], "req-7");
+        assert!(lines[1].get("span").is_none(), "{out}");
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! from these definitions ([`doc`]).
 
 mod access;
+mod audit;
 mod config_file;
 mod connections;
 mod doc;
@@ -32,6 +33,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 pub use self::access::AccessOptions;
+pub use self::audit::{AuditCommand, AuditOptions, VerifyOptions};
 pub use self::connections::ConnectionOptions;
 pub use self::inspect::InspectOptions;
 pub use self::legacy::LegacyOptions;
@@ -42,7 +44,7 @@ pub use self::sandbox::SandboxOptions;
 pub use self::serve::ServeOptions;
 pub use self::tasks::TaskOptions;
 pub use self::telemetry::TraceOptions;
-use crate::logging::OneLinePerEvent;
+use crate::logging::{LogFormat, OneLinePerEvent};
 
 /// What `--help` of `serve` and `inspect` ends with.
 const SETTINGS_HELP: &str = "\
@@ -77,6 +79,9 @@ pub enum Command {
     ConfigDoc,
     /// Create a tool crate (one example tool, its unit tests, a README on building and serving).
     New(NewOptions),
+    /// Work with audit trails.
+    #[command(subcommand)]
+    Audit(AuditCommand),
 }
 
 /// The command line's definition: [`Cli`] with every option's environment
@@ -103,7 +108,7 @@ pub fn main() -> ExitCode {
     let cli = parse_with(command(), std::env::args_os().collect()).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
         Command::Serve(options) => {
-            init_logging();
+            init_logging(options.log_format);
             let config = options.into_config();
             tokio_runtime(config.worker_threads)
                 .and_then(|runtime| runtime.block_on(crate::serve::run(config)))
@@ -123,6 +128,11 @@ pub fn main() -> ExitCode {
             Ok(())
         }
         Command::New(options) => new::run(options),
+        Command::Audit(command) => match command.run() {
+            Ok(true) => Ok(()),
+            Ok(false) => return ExitCode::FAILURE,
+            Err(error) => Err(error),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -134,16 +144,27 @@ pub fn main() -> ExitCode {
 }
 
 /// Logs to stderr, one line per event whatever the logged strings hold (see
-/// [`OneLinePerEvent`]), in colour on a terminal; `AIRLOCK_LOG` filters.
-fn init_logging() {
+/// [`OneLinePerEvent`]): as text, in colour on a terminal, or as JSON;
+/// `AIRLOCK_LOG` filters.
+fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("AIRLOCK_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let colours = std::io::stderr().is_terminal();
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(OneLinePerEvent::new(std::io::stderr, colours))
-        .with_ansi(colours)
-        .init();
+    match format {
+        LogFormat::Text => {
+            let colours = std::io::stderr().is_terminal();
+            tracing_subscriber::fmt()
+                .with_env_filter(filter)
+                .with_writer(OneLinePerEvent::new(std::io::stderr, colours))
+                .with_ansi(colours)
+                .init();
+        }
+        LogFormat::Json => {
+            tracing_subscriber::util::SubscriberInitExt::init(crate::logging::json(
+                filter,
+                std::io::stderr,
+            ));
+        }
+    }
 }
 
 /// The runtime `serve` and `inspect` run on: `worker_threads` threads, or

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::access::AccessOptions;
+use super::audit::AuditOptions;
 use super::connections::ConnectionOptions;
 use super::legacy::LegacyOptions;
 use super::metrics::MetricsOptions;
@@ -13,6 +14,7 @@ use super::sandbox::{SandboxOptions, saturate};
 use super::tasks::TaskOptions;
 use super::telemetry::TraceOptions;
 use super::values;
+use crate::logging::LogFormat;
 use crate::protocol::ProtocolSettings;
 use crate::registry;
 use crate::runtime::RuntimeLimits;
@@ -41,6 +43,10 @@ pub struct ServeOptions {
     /// Serve MCP on stdin/stdout instead of HTTP (logs stay on stderr).
     #[arg(long)]
     pub stdio: bool,
+    /// Format of the server log on stderr: `text`, or `json` (one object per line with level,
+    /// target, message, fields, and the trace_id and request_id of the request it belongs to).
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_enum)]
+    pub log_format: LogFormat,
     /// Directory for compiled components [default: $XDG_CACHE_HOME/airlock or ~/.cache/airlock].
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
@@ -132,6 +138,9 @@ pub struct ServeOptions {
     /// Traces over OTLP.
     #[command(flatten)]
     pub traces: TraceOptions,
+    /// The audit trail.
+    #[command(flatten)]
+    pub audit: AuditOptions,
 }
 
 impl ServeOptions {
@@ -192,6 +201,7 @@ impl ServeOptions {
             tasks: self.tasks.settings(),
             metrics: self.metrics.listen(),
             traces: self.traces.settings(),
+            audit: self.audit.settings(),
         }
     }
 }

@@ -301,6 +301,7 @@ pub struct Metrics {
     state_refused: Family<ReasonLabel, Counter>,
     mrtr_rounds: Histogram,
     reload_errors: Counter,
+    audit_dropped: Counter,
     sessions_open: Gauge,
     bridged_waiting: Gauge,
     tasks_created: Counter,
@@ -319,6 +320,7 @@ impl Metrics {
             state_refused: Family::default(),
             mrtr_rounds: Histogram::new(ROUND_BUCKETS.iter().copied()),
             reload_errors: Counter::default(),
+            audit_dropped: Counter::default(),
             sessions_open: Gauge::default(),
             bridged_waiting: Gauge::default(),
             tasks_created: Counter::default(),
@@ -360,6 +362,11 @@ impl Metrics {
             "airlock_reload_errors",
             "Reloads of the tools directory refused (the previous set kept serving)",
             self.reload_errors.clone(),
+        );
+        r.register(
+            "airlock_audit_dropped",
+            "Audit records lost because the audit queue was full (a gap record in the trail says so)",
+            self.audit_dropped.clone(),
         );
         r.register(
             "airlock_sessions_open",
@@ -486,6 +493,13 @@ pub fn request_completed(round: u32) {
 pub fn reload_refused() {
     if let Some(metrics) = installed() {
         metrics.reload_errors.inc();
+    }
+}
+
+/// Counts audit records lost to a full queue.
+pub fn audit_dropped(records: u64) {
+    if let Some(metrics) = installed() {
+        metrics.audit_dropped.inc_by(records);
     }
 }
 

@@ -27,6 +27,7 @@ use super::resources::ResourceRead;
 use super::subscriptions::{self, ServerChange, Subscriptions};
 use super::tasks;
 use super::tools::ToolCall;
+use crate::audit;
 use crate::metrics::{self, ErrorType};
 use crate::quotas::{Quotas, Refused};
 use crate::registry::Registry;
@@ -264,6 +265,8 @@ impl Server {
             session: None,
         };
         let answered = self.answer_untraced(request, context, notifier);
+        let answered = audit::request(request, context.principal, answered);
+        let answered = crate::logging::in_request_span(&request.id, answered);
         telemetry::serve(incoming, answered, traced_outcome).await
     }
 
@@ -456,6 +459,7 @@ fn over_quota(refused: Refused) -> RpcError {
         None => (metrics::Limit::Rate, "rate-limit"),
     };
     metrics::limit_hit(kind);
+    audit::over_quota(limit);
     let mut data = json!({
         "limit": limit,
         "rate": refused.limit.rate.to_string(),

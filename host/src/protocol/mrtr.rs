@@ -166,6 +166,7 @@ pub(super) async fn run_round<M: RoundMethod>(
     let name = required_str(&request.params, M::NAMED_BY)?;
     envelope::check_name_header(context.headers.as_ref(), name)?;
     let method = M::prepare(catalog, name, request, meta, context.headers.as_ref())?;
+    crate::audit::component(method.source());
     let target = Target {
         kind: M::KIND,
         name,
@@ -185,6 +186,7 @@ pub(super) async fn run_round<M: RoundMethod>(
     };
     let round = open_round(services, &request.params, target, &binding, meta)?;
     let number = round.number;
+    crate::audit::round(number);
     let started = std::time::Instant::now();
     let outcome = with_events(meta, notifier, name, |events| {
         method.run(services.runtime, name, request, &round, events)
@@ -264,6 +266,7 @@ fn open_round<'b>(
             opening.end(&opened);
             let opened = opened.map_err(|e| {
                     crate::metrics::state_refused(e.reason());
+                    crate::audit::state_refused(e.reason());
                     if !e.is_client_error() {
                         // Single-use mode could not record the token: fail closed.
                         tracing::warn!(kind = target.kind, name = target.name, principal = binding.principal, reason = %e, "requestState not checked");
@@ -273,6 +276,7 @@ fn open_round<'b>(
                     RpcError::invalid_params(e.client_message())
                 })?;
             if opened.round >= services.settings.max_rounds {
+                crate::audit::limit("max-rounds");
                 return Err(RpcError::invalid_params(format!(
                     "{} '{}' did not finish within {} rounds; start the request again",
                     target.kind, target.name, services.settings.max_rounds
@@ -399,6 +403,7 @@ pub(super) fn failed<M: RoundMethod>(method: &M, target: Target<'_>, why: String
 /// failure of the component the model should read, but a temporary server
 /// condition (HTTP 503).
 pub(super) fn busy(error: &CallError) -> RpcError {
+    crate::audit::limit("busy");
     RpcError::internal(format!("Server busy: {error}")).with_status(503)
 }
 

@@ -48,15 +48,27 @@ impl<'a> Binding<'a> {
 /// request has none. `null` is treated the same way, so `{}`, `null` and a
 /// missing `arguments` all give one digest.
 pub fn digest_arguments(arguments: &Value) -> [u8; 32] {
-    let mut canonical = Vec::new();
-    match arguments {
-        Value::Null => canonical.extend_from_slice(b"{}"),
-        other => write_canonical(other, &mut canonical),
-    }
     let mut ctx = Context::new(&SHA256);
-    ctx.update(&canonical);
+    ctx.update(&canonical_arguments(arguments));
     let mut out = [0u8; 32];
     out.copy_from_slice(ctx.finish().as_ref());
+    out
+}
+
+/// The canonical JSON form of `arguments` that [`digest_arguments`]
+/// digests (`null` as `{}`).
+pub fn canonical_arguments(arguments: &Value) -> Vec<u8> {
+    match arguments {
+        Value::Null => b"{}".to_vec(),
+        other => canonical_json(other),
+    }
+}
+
+/// The canonical JSON form of `value` (see [`digest_arguments`]): the same
+/// value always gives the same bytes.
+pub fn canonical_json(value: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_canonical(value, &mut out);
     out
 }
 

@@ -15,6 +15,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use ring::aead::{AES_256_GCM, LessSafeKey, UnboundKey};
 use ring::digest::{SHA256, digest};
+use ring::hkdf;
 use ring::rand::{SecureRandom, SystemRandom};
 
 /// Length of one key in bytes (AES-256).
@@ -140,6 +141,8 @@ pub enum KeyError {
 struct RingKey {
     id: KeyId,
     aead: LessSafeKey,
+    /// The key as HKDF input, for the keys derived from it ([`KeyRing::derive`]).
+    prk: hkdf::Prk,
 }
 
 /// The keys that seal and open `requestState` and task payloads: the first
@@ -238,6 +241,23 @@ impl KeyRing {
         self.keys.iter().map(|k| k.id).collect()
     }
 
+    /// A 256-bit key for another use, derived from the sealing key with
+    /// HKDF-SHA256 under `label`: every process with the same first key
+    /// derives the same key, and it tells nothing about the sealing key.
+    pub fn derive(&self, label: &str) -> [u8; KEY_LEN] {
+        let info = [label.as_bytes()];
+        let mut out = [0u8; KEY_LEN];
+        let filled = self.keys[0]
+            .prk
+            .expand(&info, hkdf::HKDF_SHA256)
+            .and_then(|okm| okm.fill(&mut out));
+        match filled {
+            Ok(()) => out,
+            // Only fails for an output longer than 255 hash lengths.
+            Err(_) => unreachable!("HKDF-SHA256 gives 32 bytes"),
+        }
+    }
+
     /// The sealing key, for the envelope.
     pub(super) fn sealing_key(&self) -> (KeyId, &LessSafeKey) {
         (self.keys[0].id, &self.keys[0].aead)
@@ -282,6 +302,7 @@ impl KeyRing {
             ring.push(RingKey {
                 id,
                 aead: LessSafeKey::new(unbound),
+                prk: hkdf::Salt::new(hkdf::HKDF_SHA256, &[]).extract(key),
             });
         }
         Ok(KeyRing { keys: ring })

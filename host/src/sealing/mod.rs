@@ -126,7 +126,7 @@ mod token;
 #[cfg(test)]
 mod tests;
 
-pub use binding::{Binding, digest_arguments};
+pub use binding::{Binding, canonical_arguments, canonical_json, digest_arguments};
 pub use error::{
     BINDING_FIELD_SIZE, BindingField, GUEST_STATE_SIZE, INVALID_STATE_MESSAGE, SEAL_FAILED_MESSAGE,
     STATE_UNRECORDED_MESSAGE, StateError, TOKEN_LENGTH,

@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::Context;
 use axum::Router;
 
+use crate::audit::{self, AuditSettings};
 use crate::auth::{AuthSettings, Authenticator};
 use crate::endpoint::Endpoint;
 use crate::legacy::{BridgeSettings, Legacy, Sessions};
@@ -102,6 +103,8 @@ pub struct ServeConfig {
     pub metrics: Option<metrics::MetricsListen>,
     /// Where spans are exported; `None` makes none.
     pub traces: Option<TraceSettings>,
+    /// The audit trail; `None` keeps none.
+    pub audit: Option<AuditSettings>,
 }
 
 /// Where tasks are kept.
@@ -186,7 +189,7 @@ impl SingleUseStore {
 
 /// Airlock's own files, kept out of every grant: the tools directory and
 /// the compile cache (not writable), and every file of keys, tokens or
-/// secrets (not readable).
+/// secrets, and the audit trail (not readable).
 fn protected_paths(config: &ServeConfig) -> ProtectedPaths {
     let mut protected = ProtectedPaths::default().no_write(&config.tools);
     if let Some(cache_dir) = &config.cache_dir {
@@ -198,7 +201,9 @@ fn protected_paths(config: &ServeConfig) -> ProtectedPaths {
         .iter()
         .chain(&config.tokens_file)
         .chain(&auth.jwt_key_files)
-        .chain(&auth.jwt_hs256_secret_file);
+        .chain(&auth.jwt_hs256_secret_file)
+        .chain(config.audit.iter().flat_map(|audit| &audit.key_file))
+        .chain(config.audit.iter().filter_map(|audit| audit.writer.file()));
     secret_files.fold(protected, |protected, file| protected.no_access(file))
 }
 
@@ -288,6 +293,9 @@ async fn shutdown_signal() {
 pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let keys = load_keys(config.state_keys_file.as_deref())?;
     let traces = config.traces.as_ref().map(telemetry::install).transpose()?;
+    if let Some(settings) = &config.audit {
+        audit::install(settings, &keys)?;
+    }
     let auth = match config.transport {
         Transport::Stdio => {
             if config.tokens_file.is_some() || config.auth.is_set() {
@@ -302,6 +310,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let runtime = config.sandbox.start(protected_paths(&config))?;
     raise_open_file_limit(runtime.limits());
     let registry = Registry::load(&runtime, &config.tools, config.cache_dir.as_deref()).await?;
+    audit::loaded(&registry);
     if registry.tools().is_empty()
         && registry.prompts().is_empty()
         && registry.resources().is_empty()
@@ -363,6 +372,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             tracing::info!("serving MCP on stdio");
             let served = stdio::serve(endpoint, config.max_body_bytes).await;
             tasks.hand_back().await;
+            audit::shut_down();
             if let Some(traces) = traces {
                 traces.shut_down().await;
             }
@@ -418,6 +428,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     };
     let served = http::serve(endpoint, settings, listener, shutdown).await;
     tasks.hand_back().await;
+    audit::shut_down();
     if let Some(traces) = traces {
         traces.shut_down().await;
     }

@@ -33,5 +33,16 @@ fn tracer() -> Option<&'static SdkTracer> {
     TRACER.get()
 }
 
+/// The trace id (hex) of the request being served, when traces are
+/// exported and it has a span.
+pub fn current_trace_id() -> Option<String> {
+    use opentelemetry::trace::TraceContextExt;
+    tracer()?;
+    let context = opentelemetry::Context::current();
+    let span = context.span();
+    let span = span.span_context();
+    span.is_valid().then(|| span.trace_id().to_string())
+}
+
 #[cfg(test)]
 mod tests;

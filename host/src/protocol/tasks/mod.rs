@@ -106,6 +106,7 @@ pub(super) async fn create(
         .await
         .map_err(|error| store_error(error, start.owner))?;
     tracing::info!(task = %id, tool = start.tool, principal = start.owner, "task created");
+    crate::audit::task(&record, "created");
     metrics::task_created();
     tasks.announce(&id, true).await;
     Ok(Answer::Task(view::created(&record)))
@@ -231,6 +232,7 @@ pub(super) async fn cancel(
             .map_err(|error| store_error(error, principal))?
         {
             tracing::info!(task = %id, tool = %record.tool, "task cancelled");
+            crate::audit::task(&record, "cancelled");
             tasks.interrupt(id);
             if let Err(error) = tasks
                 .store()
@@ -375,5 +377,6 @@ fn over_bound(bound: Bound) -> RpcError {
         ),
     };
     metrics::limit_hit(kind);
+    crate::audit::over_quota(limit);
     RpcError::quota_exceeded(message).with_data(json!({ "limit": limit, "max": max }))
 }

@@ -254,6 +254,7 @@ impl Admission {
 /// A 401 with its `WWW-Authenticate` challenge.
 fn unauthorized(auth: &Authenticator, refusal: Refusal) -> Response {
     tracing::debug!(reason = refusal.description(), "request not authenticated");
+    crate::audit::unauthenticated(refusal.description());
     let mut response = super::error_response(
         StatusCode::UNAUTHORIZED,
         None,

@@ -1,0 +1,291 @@
+//! The audit trail end to end: a server with a tokens file writes one record
+//! per call, round, task change, authentication failure, state refusal and
+//! reload, never an argument or a result; `airlock audit verify` finds the
+//! rotated files whole and a removed line a break; the JSON server log
+//! carries each request's id.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use airlock_e2e::legacy::{Endpoint, legacy_caps};
+use airlock_e2e::mcp::{ToolCall, all_caps, complete, text};
+use airlock_e2e::{Airlock, McpClient, OtlpReceiver, ToolsDir, run_airlock, wait_until};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+/// Put in arguments (and so echoed in results): it must appear in no record.
+const MARKER: &str = "MARKER-c0ffee-7f3a";
+const TOKEN: &str = "alice-token-0123456789abcdef";
+
+fn arg(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 temporary path")
+}
+
+/// A state key file, made by `airlock keygen`.
+fn state_keys(dir: &Path) -> PathBuf {
+    let (status, stdout, stderr) = run_airlock(&["keygen"]);
+    assert!(status.success(), "keygen: {stderr}");
+    let path = dir.join("state.keys");
+    std::fs::write(&path, stdout).unwrap();
+    path
+}
+
+/// The audit files of `file`, oldest first (`FILE.N` … `FILE.1`, `FILE`).
+fn audit_files(file: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = (1..=1000)
+        .rev()
+        .map(|n| PathBuf::from(format!("{}.{n}", file.display())))
+        .filter(|path| path.exists())
+        .collect();
+    files.push(file.to_path_buf());
+    files
+}
+
+/// Every record of `files`, in order.
+fn records(files: &[PathBuf]) -> Vec<Value> {
+    files
+        .iter()
+        .flat_map(|file| {
+            std::fs::read_to_string(file)
+                .unwrap()
+                .lines()
+                .map(|line| serde_json::from_str(line).expect("a JSON record"))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// `airlock audit verify` over `files` with the state keys: its exit
+/// status and its report.
+fn verify(keys: &Path, files: &[PathBuf]) -> (bool, String) {
+    let mut args = vec!["audit", "verify", "--state-keys-file", arg(keys)];
+    args.extend(files.iter().map(|file| arg(file)));
+    let (status, stdout, stderr) = run_airlock(&args);
+    (status.success(), format!("{stdout}{stderr}"))
+}
+
+fn tasks_caps() -> Value {
+    let mut caps = all_caps();
+    caps["extensions"] = json!({ "io.modelcontextprotocol/tasks": {} });
+    caps
+}
+
+#[track_caller]
+fn find<'a>(records: &'a [Value], what: &str, matches: impl Fn(&Value) -> bool) -> &'a Value {
+    records
+        .iter()
+        .find(|record| matches(record))
+        .unwrap_or_else(|| panic!("no record of {what} in {records:#?}"))
+}
+
+#[test]
+fn a_run_leaves_a_whole_trail_with_no_argument_or_result() {
+    let dir = TempDir::new().unwrap();
+    let keys = state_keys(dir.path());
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, format!("{TOKEN} alice\n")).unwrap();
+    let trail = dir.path().join("audit.jsonl");
+    let tools = ToolsDir::with(&["everything"]);
+    let mut server = Airlock::new(&tools)
+        .args(["--tokens-file", arg(&tokens)])
+        .args(["--state-keys-file", arg(&keys)])
+        .args(["--audit-file", arg(&trail)])
+        .args(["--audit-max-file-size", "4KiB", "--audit-keep", "1000"])
+        .args(["--audit-checkpoint-every", "4"])
+        .start_http();
+    let alice = server.client_with_token(TOKEN);
+
+    // A call, whose result echoes the marker.
+    let greeted = alice.call(&ToolCall::new("greet", json!({"name": MARKER})));
+    assert!(text(complete(&greeted)).contains(MARKER), "{greeted}");
+    // A state refusal.
+    let forged = alice.call(&ToolCall::new("greet", json!({"name": MARKER})).state("forged"));
+    assert!(forged.get("error").is_some(), "{forged}");
+    // A 401.
+    let (_, refused) = server.client().send(
+        "tools/call",
+        ToolCall::new("greet", json!({"name": MARKER})).params(),
+    );
+    assert_eq!(refused.status, 401, "{}", refused.text());
+    // A task, to its end.
+    let created = alice.call(
+        &ToolCall::new("slow_compute", json!({"seconds": 1, "label": MARKER})).caps(tasks_caps()),
+    );
+    let task = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task: {created}"))
+        .to_owned();
+    wait_until("the task to complete", || {
+        let got = alice.rpc("tasks/get", json!({"taskId": task}), tasks_caps());
+        match complete(&got)["status"].as_str() {
+            Some("completed") => Ok(()),
+            _ => Err(got.to_string()),
+        }
+    });
+    // A 2025-era session's call.
+    let session = Endpoint::new(server.url())
+        .with_bearer(TOKEN)
+        .open(legacy_caps());
+    let result = session.result(
+        "tools/call",
+        json!({"name": "greet", "arguments": {"name": MARKER}}),
+    );
+    assert!(result.to_string().contains(MARKER), "{result}");
+    // A reload.
+    tools.add("hash");
+    server.wait_for_log("reloaded");
+    server.terminate();
+    assert!(
+        server.wait_exit(Duration::from_secs(30)).is_some(),
+        "the server exits"
+    );
+
+    let files = audit_files(&trail);
+    assert!(files.len() >= 2, "the trail was rotated: {files:?}");
+    for file in &files {
+        let written = std::fs::read_to_string(file).unwrap();
+        assert!(
+            !written.contains(MARKER),
+            "an argument or result in {}: {written}",
+            file.display()
+        );
+    }
+    let records = records(&files);
+    let call = find(&records, "the call", |r| {
+        r["event"] == "call" && r["target"] == "greet" && r["outcome"] == "complete"
+    });
+    assert_eq!(call["principal"], "token:alice");
+    assert_eq!(call["identity"], "token");
+    assert_eq!(call["round"], 1);
+    assert!(
+        call["component"]
+            .as_str()
+            .unwrap()
+            .ends_with("everything.wasm")
+    );
+    assert_eq!(call["component_sha256"].as_str().map(str::len), Some(64));
+    assert_eq!(call["arguments"].as_str().map(str::len), Some(64));
+    assert!(call["request_id"].is_number() || call["request_id"].is_string());
+    assert!(call["duration_us"].is_u64());
+    find(&records, "the state refusal", |r| {
+        r["event"] == "call" && r["state_refused"].is_string() && r["outcome"] == "error"
+    });
+    find(&records, "the 401", |r| r["event"] == "unauthenticated");
+    let calls_of_greet = records
+        .iter()
+        .filter(|r| r["event"] == "call" && r["target"] == "greet" && r["outcome"] == "complete")
+        .count();
+    assert_eq!(calls_of_greet, 2, "the plain call and the session's");
+    for change in ["created", "completed"] {
+        find(&records, &format!("the task {change}"), |r| {
+            r["event"] == "task" && r["task"] == task.as_str() && r["change"] == change
+        });
+    }
+    let reload = find(&records, "the reload", |r| r["event"] == "reload");
+    assert!(
+        reload["added"].to_string().contains("hash.wasm"),
+        "{reload:?}"
+    );
+    assert!(
+        records.iter().all(|r| r["host"] == records[0]["host"]),
+        "one host"
+    );
+    assert_eq!(records[0]["event"], "start");
+
+    let (whole, report) = verify(&keys, &files);
+    assert!(whole, "{report}");
+    assert!(report.contains("whole"), "{report}");
+
+    // A line removed from the middle is a break, with its file and line.
+    let middle = files.last().unwrap();
+    let text = std::fs::read_to_string(middle).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() >= 3, "{text}");
+    lines.remove(1);
+    std::fs::write(middle, lines.join("\n") + "\n").unwrap();
+    let (whole, report) = verify(&keys, &files);
+    assert!(!whole, "{report}");
+    assert!(
+        report.contains(&format!("{}:2: sequence gap", middle.display())),
+        "{report}"
+    );
+}
+
+#[test]
+fn the_audit_trail_goes_to_stdout_only_over_http() {
+    let (status, _, stderr) = run_airlock(&["serve", "--stdio", "--audit-stdout"]);
+    assert!(!status.success());
+    assert!(
+        stderr.contains("cannot be used with") && stderr.contains("--audit-stdout"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn json_log_lines_carry_their_request_id() {
+    let server = Airlock::new(&ToolsDir::with(&["everything"]))
+        .args(["--log-format", "json"])
+        .env("AIRLOCK_LOG", "airlock=debug")
+        .start_http();
+    let client = server.client();
+    let greeted = client.call(&ToolCall::new("greet", json!({"name": "json"})));
+    complete(&greeted);
+    let request_id = match &greeted["id"] {
+        Value::String(id) => id.clone(),
+        id => id.to_string(),
+    };
+    let log = wait_until("the round's log line", || {
+        let log = server.stderr();
+        if log.contains("\"round\"") {
+            Ok(log)
+        } else {
+            Err(log)
+        }
+    });
+    let lines: Vec<Value> = log
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")))
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["level"].is_string() && l["target"].is_string())
+    );
+    let round = lines
+        .iter()
+        .find(|l| l["fields"]["message"] == "round")
+        .expect("the round's line");
+    assert_eq!(round["span"]["request_id"], json!(request_id), "{round}");
+}
+
+#[test]
+fn audit_records_log_lines_and_spans_share_the_trace_id() {
+    let dir = TempDir::new().unwrap();
+    let trail = dir.path().join("audit.jsonl");
+    let receiver = OtlpReceiver::start();
+    let mut server = Airlock::new(&ToolsDir::with(&["everything"]))
+        .args(["--otlp-endpoint", receiver.endpoint()])
+        .env("OTEL_BSP_SCHEDULE_DELAY", "50")
+        .args(["--audit-file", arg(&trail)])
+        .args(["--log-format", "json"])
+        .env("AIRLOCK_LOG", "airlock=debug")
+        .start_http();
+    let greeted = server
+        .client()
+        .call(&ToolCall::new("greet", json!({"name": "traced"})));
+    complete(&greeted);
+    let span = receiver.wait_for_span("the call's span", |span| span.name == "tools/call greet");
+    server.terminate();
+    assert!(server.wait_exit(Duration::from_secs(30)).is_some());
+
+    let records = records(&audit_files(&trail));
+    let call = find(&records, "the call", |r| r["target"] == "greet");
+    assert_eq!(call["trace_id"], json!(span.trace_id), "{call}");
+    let round = server
+        .stderr()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|line| line["fields"]["message"] == "round")
+        .expect("the round's log line");
+    assert_eq!(round["span"]["trace_id"], json!(span.trace_id), "{round}");
+}
