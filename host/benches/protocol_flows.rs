@@ -167,9 +167,10 @@ async fn bridged_work_items_flow(legacy: &Legacy, session: &Session) {
             });
         }
     };
+    let caller = airlock::access::Caller::stdio();
     let call = async {
         let reply = legacy
-            .handle(session, &request, Some(&out), Via::Stdio)
+            .handle(session, &request, &caller, Some(&out), Via::Stdio)
             .await;
         drop(out);
         reply

@@ -79,7 +79,7 @@ impl Peer {
 #[derive(Debug)]
 pub struct HttpRequest {
     /// Who admission found the caller to be.
-    pub caller: Caller,
+    pub caller: Arc<Caller>,
     /// Its headers: the ones that mirror the body, `Mcp-Param-*`, the
     /// trace context.
     pub headers: HeaderMap,

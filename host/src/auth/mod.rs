@@ -21,6 +21,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::bail;
 
@@ -143,6 +144,8 @@ pub struct Authenticator {
     /// The parameters every challenge carries (`realm`, `resource_metadata`,
     /// `scope`).
     challenge: String,
+    /// The caller of every request when authentication is off.
+    anonymous: Arc<Caller>,
 }
 
 impl Default for Authenticator {
@@ -175,6 +178,7 @@ impl Authenticator {
             jwt,
             metadata,
             challenge,
+            anonymous: Arc::new(Caller::anonymous()),
         }
     }
 
@@ -238,9 +242,9 @@ impl Authenticator {
     }
 
     /// The caller of a request with this `Authorization` header value.
-    pub fn authenticate(&self, authorization: Option<&str>) -> Result<Caller, Refusal> {
+    pub fn authenticate(&self, authorization: Option<&str>) -> Result<Arc<Caller>, Refusal> {
         if self.is_open() {
-            return Ok(Caller::anonymous());
+            return Ok(self.anonymous.clone());
         }
         let token = bearer_token(authorization).ok_or(Refusal::NoToken)?;
         if let Some(caller) = self.tokens.as_ref().and_then(|t| t.lookup(token)) {
@@ -248,7 +252,9 @@ impl Authenticator {
         }
         match &self.jwt {
             // A JWS compact serialization has exactly three parts.
-            Some(jwt) if token.split('.').count() == 3 => jwt.verify(token).map_err(Refusal::Jwt),
+            Some(jwt) if token.split('.').count() == 3 => {
+                jwt.verify(token).map(Arc::new).map_err(Refusal::Jwt)
+            }
             _ => Err(Refusal::UnknownToken),
         }
     }
@@ -309,9 +315,9 @@ mod tests {
     fn open_mode_serves_everyone_as_anonymous() {
         let auth = Authenticator::open();
         assert!(auth.is_open());
-        assert_eq!(auth.authenticate(None).unwrap(), Caller::anonymous());
+        assert_eq!(*auth.authenticate(None).unwrap(), Caller::anonymous());
         assert_eq!(
-            auth.authenticate(Some("Bearer x")).unwrap(),
+            *auth.authenticate(Some("Bearer x")).unwrap(),
             Caller::anonymous()
         );
     }
@@ -354,7 +360,8 @@ mod tests {
             principals.push(
                 auth.authenticate(Some(&format!("Bearer {token}")))
                     .unwrap()
-                    .principal,
+                    .principal
+                    .clone(),
             );
         }
         for sub in ["alice", ANONYMOUS, STDIO, "local", "token:alice"] {
@@ -362,7 +369,8 @@ mod tests {
             principals.push(
                 auth.authenticate(Some(&format!("Bearer {token}")))
                     .unwrap()
-                    .principal,
+                    .principal
+                    .clone(),
             );
         }
         assert_eq!(principals[2], "token:alice");

@@ -21,6 +21,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use ring::digest::{SHA256, digest};
@@ -54,7 +55,7 @@ fn name_problem(name: &str) -> Option<String> {
 /// Tokens → callers.
 #[derive(Default)]
 pub struct TokenTable {
-    by_digest: HashMap<[u8; 32], Caller>,
+    by_digest: HashMap<[u8; 32], Arc<Caller>>,
 }
 
 impl std::fmt::Debug for TokenTable {
@@ -123,7 +124,7 @@ impl TokenTable {
             }
             if table
                 .by_digest
-                .insert(token_digest(token), caller)
+                .insert(token_digest(token), Arc::new(caller))
                 .is_some()
             {
                 bail!("line {}: this token is already listed", number + 1);
@@ -143,7 +144,7 @@ impl TokenTable {
     }
 
     /// The caller of a bearer token, if it is listed.
-    pub fn lookup(&self, token: &str) -> Option<&Caller> {
+    pub fn lookup(&self, token: &str) -> Option<&Arc<Caller>> {
         self.by_digest.get(&token_digest(token))
     }
 }

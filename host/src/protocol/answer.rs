@@ -9,6 +9,7 @@
 //! is: a result's own members, the input requests one by one, the error's
 //! code; nothing is encoded to be parsed again.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -29,7 +30,7 @@ pub struct Reply {
     /// says.
     pub retry_after: Option<Duration>,
     /// A `WWW-Authenticate` challenge, for an error that says.
-    pub challenge: Option<String>,
+    pub challenge: Option<Arc<String>>,
 }
 
 impl Reply {

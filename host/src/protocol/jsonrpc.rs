@@ -6,6 +6,7 @@
 //! response echoes them unchanged. Other numbers (fractions, integers too
 //! large to echo exactly) are refused.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -66,8 +67,9 @@ pub struct RpcError {
     /// Streamable HTTP.
     pub retry_after: Option<Duration>,
     /// A `WWW-Authenticate` challenge on Streamable HTTP, for an error that
-    /// a stronger token would avoid.
-    pub challenge: Option<String>,
+    /// a stronger token would avoid (behind a thin pointer: errors travel in
+    /// `Result`s, which stay small).
+    pub challenge: Option<Arc<String>>,
 }
 
 impl RpcError {
@@ -103,7 +105,7 @@ impl RpcError {
 
     /// The same error with a `WWW-Authenticate` challenge.
     pub fn with_challenge(mut self, challenge: String) -> Self {
-        self.challenge = Some(challenge);
+        self.challenge = Some(Arc::new(challenge));
         self
     }
 

@@ -768,7 +768,10 @@ fn a_response_outside_any_session_is_refused_by_the_endpoint() {
     let peers = [
         Peer::Process(Arc::new(Process::new(airlock::access::Caller::stdio()))),
         Peer::Http(HttpRequest {
-            caller: airlock::access::Caller::new("token:alice", airlock::access::Source::Token),
+            caller: Arc::new(airlock::access::Caller::new(
+                "token:alice",
+                airlock::access::Source::Token,
+            )),
             headers: Default::default(),
             session: None,
         }),
@@ -799,7 +802,10 @@ fn the_session_stream_carries_every_change_from_when_it_opened() {
         session.result("resources/subscribe", json!({ "uri": uri }));
     }
     let peer = Peer::Http(HttpRequest {
-        caller: airlock::access::Caller::new("token:alice", airlock::access::Source::Token),
+        caller: std::sync::Arc::new(airlock::access::Caller::new(
+            "token:alice",
+            airlock::access::Source::Token,
+        )),
         headers: Default::default(),
         session: Some(session.id().to_owned()),
     });

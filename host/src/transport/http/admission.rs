@@ -305,7 +305,7 @@ mod tests {
     /// admission of its own: it answers who it thinks is calling.
     fn router() -> Router {
         let whoami = |request: Request| async move {
-            match request.extensions().get::<Caller>() {
+            match request.extensions().get::<Arc<Caller>>() {
                 Some(who) => who.principal.clone(),
                 None => "nobody checked".to_owned(),
             }

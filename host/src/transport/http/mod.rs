@@ -281,8 +281,8 @@ fn unread_body(error: &(dyn std::error::Error + 'static), limit: usize) -> Respo
 
 /// The caller admission found for `request` (see [`admission`]), taken
 /// out of it.
-fn admitted_caller(request: &mut axum::extract::Request) -> Option<Caller> {
-    request.extensions_mut().remove::<Caller>()
+fn admitted_caller(request: &mut axum::extract::Request) -> Option<Arc<Caller>> {
+    request.extensions_mut().remove::<Arc<Caller>>()
 }
 
 /// What a handler answers if a request reached it without admission: a
@@ -301,7 +301,7 @@ static SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 
 /// The peer of an HTTP request: who admission found, the headers, and the
 /// session `Mcp-Session-Id` names.
-fn http_peer(caller: Caller, headers: HeaderMap) -> Peer {
+fn http_peer(caller: Arc<Caller>, headers: HeaderMap) -> Peer {
     // A value that is not visible ASCII names no session: left empty, it
     // matches none.
     let session = headers
