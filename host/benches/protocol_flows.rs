@@ -98,8 +98,10 @@ async fn send(server: &Server, body: &[u8]) -> Value {
     let Ok(Incoming::Request(request)) = jsonrpc::decode(body) else {
         panic!("bad request")
     };
+    let caller = airlock::access::Caller::new("bench", airlock::access::Source::Token);
     let context = RequestContext {
         principal: "bench",
+        caller: &caller,
         headers: None,
     };
     let reply = server.handle(&request, context, None).await;
@@ -165,9 +167,10 @@ async fn bridged_work_items_flow(legacy: &Legacy, session: &Session) {
             });
         }
     };
+    let caller = airlock::access::Caller::stdio();
     let call = async {
         let reply = legacy
-            .handle(session, &request, Some(&out), Via::Stdio)
+            .handle(session, &request, &caller, Some(&out), Via::Stdio)
             .await;
         drop(out);
         reply

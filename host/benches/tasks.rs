@@ -277,8 +277,10 @@ async fn send(server: &Server, body: &[u8]) -> Value {
     let Ok(Incoming::Request(request)) = jsonrpc::decode(body) else {
         panic!("bad request")
     };
+    let caller = airlock::access::Caller::new(PRINCIPAL, airlock::access::Source::Token);
     let context = RequestContext {
         principal: PRINCIPAL,
+        caller: &caller,
         headers: None,
     };
     let reply = server.handle(&request, context, None).await;

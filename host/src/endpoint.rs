@@ -33,6 +33,7 @@ use std::time::Duration;
 use axum::http::HeaderMap;
 use serde_json::json;
 
+use crate::access::Caller;
 use crate::legacy::{self, Full, Legacy, Session, Sessions};
 use crate::protocol::envelope::{self, MirroredHeaders};
 use crate::protocol::in_flight::{InFlight, Registered};
@@ -64,11 +65,21 @@ pub enum Peer {
     Process(Arc<Process>),
 }
 
+impl Peer {
+    /// Who sent the message.
+    pub fn caller(&self) -> &Caller {
+        match self {
+            Peer::Http(http) => &http.caller,
+            Peer::Process(process) => &process.caller,
+        }
+    }
+}
+
 /// What the endpoint needs of one HTTP request besides its body.
 #[derive(Debug)]
 pub struct HttpRequest {
     /// Who admission found the caller to be.
-    pub principal: String,
+    pub caller: Arc<Caller>,
     /// Its headers: the ones that mirror the body, `Mcp-Param-*`, the
     /// trace context.
     pub headers: HeaderMap,
@@ -77,10 +88,10 @@ pub struct HttpRequest {
     pub session: Option<String>,
 }
 
-/// The stdio process as a peer: one principal, the session an `initialize`
+/// The stdio process as a peer: one caller, the session an `initialize`
 /// made of the process, and its requests in flight (both eras).
 pub struct Process {
-    principal: String,
+    caller: Caller,
     session: OnceLock<Arc<Session>>,
     in_flight: Arc<InFlight>,
 }
@@ -88,7 +99,7 @@ pub struct Process {
 impl std::fmt::Debug for Process {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Process")
-            .field("principal", &self.principal)
+            .field("principal", &self.caller.principal)
             .field("session", &self.session.get().map(|session| session.id()))
             .field("in_flight", &self.in_flight.len())
             .finish()
@@ -96,10 +107,10 @@ impl std::fmt::Debug for Process {
 }
 
 impl Process {
-    /// The process of `principal` (who runs it), without a session yet.
-    pub fn new(principal: &str) -> Self {
+    /// The process of `caller` (who runs it), without a session yet.
+    pub fn new(caller: Caller) -> Self {
         Process {
-            principal: principal.to_owned(),
+            caller,
             session: OnceLock::new(),
             in_flight: Arc::default(),
         }
@@ -275,10 +286,10 @@ impl Endpoint {
     pub fn end_session(&self, peer: Peer) -> Outcome {
         let ended = match &peer {
             Peer::Http(HttpRequest {
-                principal,
+                caller,
                 session: Some(id),
                 ..
-            }) => self.sessions.end(id, principal).then_some(id),
+            }) => self.sessions.end(id, &caller.principal).then_some(id),
             _ => None,
         };
         match ended {
@@ -318,12 +329,12 @@ impl Endpoint {
         match peer {
             Peer::Http(HttpRequest { session: None, .. }) => Ok(None),
             Peer::Http(HttpRequest {
-                principal,
+                caller,
                 session: Some(id),
                 ..
             }) => self
                 .sessions
-                .get(id, principal)
+                .get(id, &caller.principal)
                 .map(Some)
                 .ok_or_else(session_not_found),
             Peer::Process(process) => Ok(process.session.get().cloned()),
@@ -332,10 +343,7 @@ impl Endpoint {
 
     /// `initialize` without a session: opens one for `peer`.
     fn open_session(&self, peer: Peer, request: &Request) -> Outcome {
-        let principal = match &peer {
-            Peer::Http(http) => &http.principal,
-            Peer::Process(process) => &process.principal,
-        };
+        let principal = &peer.caller().principal;
         let (session, reply) = match self.legacy.initialize(request, principal) {
             Ok(opened) => opened,
             Err(reply) => return Outcome::Reply(reply),
@@ -371,7 +379,8 @@ impl Endpoint {
         let registered = in_flight(&peer, Some(&session)).map(|r| r.register(&request.id));
         let delivery = Delivery::MayStream { long_lived: true };
         Outcome::Run(Call::new(delivery, move |notifier| async move {
-            let serve = legacy.handle(&session, &request, notifier.as_ref(), via);
+            let caller = peer.caller();
+            let serve = legacy.handle(&session, &request, caller, notifier.as_ref(), via);
             within(registered, serve).await
         }))
     }
@@ -402,11 +411,16 @@ impl Endpoint {
         let server = self.server.clone();
         let registered = in_flight(&peer, None).map(|r| r.register(&request.id));
         Outcome::Run(Call::new(delivery, move |notifier| async move {
-            let (principal, headers) = match &peer {
-                Peer::Http(http) => (&*http.principal, Some(MirroredHeaders::read(&http.headers))),
-                Peer::Process(process) => (&*process.principal, None),
+            let headers = match &peer {
+                Peer::Http(http) => Some(MirroredHeaders::read(&http.headers)),
+                Peer::Process(_) => None,
             };
-            let context = RequestContext { principal, headers };
+            let caller = peer.caller();
+            let context = RequestContext {
+                principal: &caller.principal,
+                caller,
+                headers,
+            };
             let serve = server.handle(&request, context, notifier.as_ref());
             within(registered, serve).await
         }))

@@ -8,6 +8,7 @@
 //! the command line; it turns options into the plain settings of
 //! [`serve`], [`inspect`] and [`sandbox`].
 
+pub mod access;
 pub mod audit;
 pub mod auth;
 pub mod cli;

@@ -21,8 +21,11 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::bail;
+
+use crate::access::Caller;
 
 pub mod jwt;
 pub mod metadata;
@@ -141,6 +144,8 @@ pub struct Authenticator {
     /// The parameters every challenge carries (`realm`, `resource_metadata`,
     /// `scope`).
     challenge: String,
+    /// The caller of every request when authentication is off.
+    anonymous: Arc<Caller>,
 }
 
 impl Default for Authenticator {
@@ -173,6 +178,7 @@ impl Authenticator {
             jwt,
             metadata,
             challenge,
+            anonymous: Arc::new(Caller::anonymous()),
         }
     }
 
@@ -235,18 +241,20 @@ impl Authenticator {
         self.metadata.as_ref()
     }
 
-    /// The principal of a request with this `Authorization` header value.
-    pub fn authenticate(&self, authorization: Option<&str>) -> Result<String, Refusal> {
+    /// The caller of a request with this `Authorization` header value.
+    pub fn authenticate(&self, authorization: Option<&str>) -> Result<Arc<Caller>, Refusal> {
         if self.is_open() {
-            return Ok(ANONYMOUS.to_owned());
+            return Ok(self.anonymous.clone());
         }
         let token = bearer_token(authorization).ok_or(Refusal::NoToken)?;
-        if let Some(principal) = self.tokens.as_ref().and_then(|t| t.lookup(token)) {
-            return Ok(principal.to_owned());
+        if let Some(caller) = self.tokens.as_ref().and_then(|t| t.lookup(token)) {
+            return Ok(caller.clone());
         }
         match &self.jwt {
             // A JWS compact serialization has exactly three parts.
-            Some(jwt) if token.split('.').count() == 3 => jwt.verify(token).map_err(Refusal::Jwt),
+            Some(jwt) if token.split('.').count() == 3 => {
+                jwt.verify(token).map(Arc::new).map_err(Refusal::Jwt)
+            }
             _ => Err(Refusal::UnknownToken),
         }
     }
@@ -307,8 +315,11 @@ mod tests {
     fn open_mode_serves_everyone_as_anonymous() {
         let auth = Authenticator::open();
         assert!(auth.is_open());
-        assert_eq!(auth.authenticate(None).unwrap(), ANONYMOUS);
-        assert_eq!(auth.authenticate(Some("Bearer x")).unwrap(), ANONYMOUS);
+        assert_eq!(*auth.authenticate(None).unwrap(), Caller::anonymous());
+        assert_eq!(
+            *auth.authenticate(Some("Bearer x")).unwrap(),
+            Caller::anonymous()
+        );
     }
 
     #[test]
@@ -316,7 +327,8 @@ mod tests {
         let auth = Authenticator::new(Some(table()), Some(hs256_verifier()), None);
         assert_eq!(
             auth.authenticate(Some("Bearer alice-token-0123456789"))
-                .unwrap(),
+                .unwrap()
+                .principal,
             "token:alice"
         );
         assert_eq!(auth.authenticate(None), Err(Refusal::NoToken));
@@ -345,11 +357,21 @@ mod tests {
         let auth = Authenticator::new(Some(tokens), Some(hs256_verifier()), None);
         let mut principals = vec![ANONYMOUS.to_owned(), STDIO.to_owned()];
         for token in ["alice-token-0123456789", "service-token-0123456789"] {
-            principals.push(auth.authenticate(Some(&format!("Bearer {token}"))).unwrap());
+            principals.push(
+                auth.authenticate(Some(&format!("Bearer {token}")))
+                    .unwrap()
+                    .principal
+                    .clone(),
+            );
         }
         for sub in ["alice", ANONYMOUS, STDIO, "local", "token:alice"] {
             let token = hs256(SECRET, &claims(sub));
-            principals.push(auth.authenticate(Some(&format!("Bearer {token}"))).unwrap());
+            principals.push(
+                auth.authenticate(Some(&format!("Bearer {token}")))
+                    .unwrap()
+                    .principal
+                    .clone(),
+            );
         }
         assert_eq!(principals[2], "token:alice");
         assert_eq!(principals[4], "jwt:https://idp.example.com#alice");

@@ -1,7 +1,10 @@
 //! Static bearer tokens.
 //!
-//! A tokens file maps secret tokens to names, one `<token> <name>` per line
-//! (`#` starts a comment line). A listed token's principal is
+//! A tokens file maps secret tokens to names, one
+//! `<token> <name> [scope:<s>]... [group:<g>]...` per line (`#` starts a
+//! comment line): the scopes and groups are what access rules see of the
+//! caller (see [`crate::access`]); a field of another kind is refused. A
+//! listed token's principal is
 //! `token:<name>`, its own namespace (see [`crate::auth`]), so it never
 //! equals the principal of a JWT, of unauthenticated HTTP or of stdio.
 //!
@@ -18,11 +21,13 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use ring::digest::{SHA256, digest};
 
 use super::{TOKEN_PRINCIPAL_PREFIX, bearer_token};
+use crate::access::{Caller, MAX_NAMES, Source};
 
 /// Longest name accepted in the tokens file, in characters.
 pub const MAX_NAME_CHARS: usize = 128;
@@ -47,10 +52,10 @@ fn name_problem(name: &str) -> Option<String> {
     None
 }
 
-/// Tokens → principals.
+/// Tokens → callers.
 #[derive(Default)]
 pub struct TokenTable {
-    by_digest: HashMap<[u8; 32], String>,
+    by_digest: HashMap<[u8; 32], Arc<Caller>>,
 }
 
 impl std::fmt::Debug for TokenTable {
@@ -75,7 +80,7 @@ impl TokenTable {
         Self::parse(&text).with_context(|| format!("invalid tokens file {}", path.display()))
     }
 
-    /// Parses `<token> <name>` lines.
+    /// Parses `<token> <name> [scope:<s>]... [group:<g>]...` lines.
     pub fn parse(text: &str) -> anyhow::Result<Self> {
         let mut table = TokenTable::default();
         for (number, line) in text.lines().enumerate() {
@@ -84,9 +89,11 @@ impl TokenTable {
                 continue;
             }
             let mut fields = line.split_whitespace();
-            let (Some(token), Some(name), None) = (fields.next(), fields.next(), fields.next())
-            else {
-                bail!("line {}: expected `<token> <name>`", number + 1);
+            let (Some(token), Some(name)) = (fields.next(), fields.next()) else {
+                bail!(
+                    "line {}: expected `<token> <name> [scope:<s>]... [group:<g>]...`",
+                    number + 1
+                );
             };
             if token.len() < 16 {
                 bail!(
@@ -97,10 +104,27 @@ impl TokenTable {
             if let Some(problem) = name_problem(name) {
                 bail!("line {}: {problem}", number + 1);
             }
-            let principal = format!("{TOKEN_PRINCIPAL_PREFIX}{name}");
+            let mut caller = Caller::new(format!("{TOKEN_PRINCIPAL_PREFIX}{name}"), Source::Token);
+            for field in fields {
+                let (set, value) = match field.split_once(':') {
+                    Some(("scope", scope)) if !scope.is_empty() => (&mut caller.scopes, scope),
+                    Some(("group", group)) if !group.is_empty() => (&mut caller.groups, group),
+                    _ => bail!(
+                        "line {}: {field:?} is neither scope:<s> nor group:<g>",
+                        number + 1
+                    ),
+                };
+                if set.len() >= MAX_NAMES {
+                    bail!(
+                        "line {}: more than {MAX_NAMES} scopes or groups",
+                        number + 1
+                    );
+                }
+                set.insert(value.to_owned());
+            }
             if table
                 .by_digest
-                .insert(token_digest(token), principal)
+                .insert(token_digest(token), Arc::new(caller))
                 .is_some()
             {
                 bail!("line {}: this token is already listed", number + 1);
@@ -116,11 +140,12 @@ impl TokenTable {
     /// known bearer token.
     pub fn authenticate(&self, authorization: Option<&str>) -> Option<&str> {
         self.lookup(bearer_token(authorization)?)
+            .map(|caller| caller.principal.as_str())
     }
 
-    /// The principal of a bearer token, if it is listed.
-    pub fn lookup(&self, token: &str) -> Option<&str> {
-        self.by_digest.get(&token_digest(token)).map(String::as_str)
+    /// The caller of a bearer token, if it is listed.
+    pub fn lookup(&self, token: &str) -> Option<&Arc<Caller>> {
+        self.by_digest.get(&token_digest(token))
     }
 }
 
@@ -159,6 +184,8 @@ mod tests {
             "# only a comment",
             "short alice",
             "a-long-enough-token-1 alice extra",
+            "a-long-enough-token-1 alice scope:",
+            "a-long-enough-token-1 alice role:admin",
             "lonely-token-0123456789",
         ] {
             let error = TokenTable::parse(bad).unwrap_err().to_string();
@@ -201,11 +228,41 @@ mod tests {
         let fine = "alice.smith_2-ops+ci@example.com";
         let table = TokenTable::parse(&format!("some-token-0123456789 {fine}")).unwrap();
         assert_eq!(
-            table.lookup("some-token-0123456789"),
+            table
+                .lookup("some-token-0123456789")
+                .map(|c| c.principal.as_str()),
             Some(format!("token:{fine}").as_str())
         );
         let longest = "b".repeat(MAX_NAME_CHARS);
         assert!(TokenTable::parse(&format!("some-token-0123456789 {longest}")).is_ok());
+    }
+
+    #[test]
+    fn scopes_and_groups_follow_the_name() {
+        let table = TokenTable::parse(
+            "ops-token-0123456789 ops scope:deploy:write group:ops scope:mcp:tools\n\
+             old-token-0123456789 old\n",
+        )
+        .unwrap();
+        let ops = table.lookup("ops-token-0123456789").unwrap();
+        assert_eq!(
+            (ops.principal.as_str(), ops.source),
+            ("token:ops", Source::Token)
+        );
+        assert_eq!(
+            ops.scopes.iter().collect::<Vec<_>>(),
+            ["deploy:write", "mcp:tools"]
+        );
+        assert_eq!(ops.groups.iter().collect::<Vec<_>>(), ["ops"]);
+        let old = table.lookup("old-token-0123456789").unwrap();
+        assert!(old.scopes.is_empty() && old.groups.is_empty());
+        let error = TokenTable::parse("ok-token-0123456789 a\nbad-token-0123456789 b tier:gold\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("line 2: ") && error.contains("tier:gold"),
+            "{error}"
+        );
     }
 
     #[test]

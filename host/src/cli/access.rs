@@ -10,7 +10,8 @@ use crate::auth::AuthSettings;
 #[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = "HTTP access")]
 pub struct AccessOptions {
-    /// File of bearer tokens, one `<token> <name>` per line (the principal is `token:<name>`).
+    /// File of bearer tokens, one `<token> <name> [scope:<s>]... [group:<g>]...` per line (the
+    /// principal is `token:<name>`).
     /// Without it and without JWT keys, HTTP is unauthenticated.
     #[arg(long, value_name = "FILE")]
     pub tokens_file: Option<PathBuf>,
@@ -46,6 +47,11 @@ pub struct AccessOptions {
     /// Scope named in the metadata (`scopes_supported`) and in 401 challenges; repeatable.
     #[arg(long = "oauth-scope", value_name = "SCOPE")]
     pub oauth_scopes: Vec<String>,
+    /// Access policy file (TOML): `[require]` rules every caller must pass, `[default]` rules of
+    /// items whose manifest has none, `[list]` who may see what it may not use. Without it (and
+    /// without `allow` rules in manifests) every caller may use everything.
+    #[arg(long, value_name = "FILE")]
+    pub access_policy: Option<PathBuf>,
 }
 
 impl AccessOptions {

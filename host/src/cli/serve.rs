@@ -190,6 +190,7 @@ impl ServeOptions {
             state_keys_file: self.state_keys_file,
             tokens_file: self.access.tokens_file.clone(),
             auth: self.access.auth(),
+            access_policy: self.access.access_policy.clone(),
             allowed_hosts: self.access.allowed_hosts,
             allowed_origins: self.access.allowed_origins,
             connections: self.connections.limits(),

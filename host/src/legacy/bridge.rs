@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 
 use super::Legacy;
 use super::session::{AskError, Session};
+use crate::access::Caller;
 use crate::protocol::answer::{Answer, Complete, InputRequest};
 use crate::protocol::jsonrpc::{self, Request, RpcError, codes};
 use crate::protocol::{Notifier, Reply, RequestContext, is_not_found};
@@ -33,6 +34,7 @@ impl Legacy {
         &self,
         session: &Session,
         request: &Request,
+        caller: &Caller,
         notifier: Option<&Notifier>,
     ) -> Reply {
         let mut params = request.params.clone();
@@ -47,8 +49,11 @@ impl Legacy {
                 served_capabilities(session.declared_capabilities()),
             ),
         );
+        // Bound to the session's principal; authorized as the caller of
+        // this very request (its token may have changed since initialize).
         let context = RequestContext {
             principal: session.principal(),
+            caller,
             headers: None,
         };
         let limits = &self.bridge;
@@ -203,10 +208,16 @@ fn failure(request: &Request, why: &str) -> Reply {
 /// A legacy error reply: always HTTP 200 (older clients read errors from the
 /// body).
 fn error_reply(id: &Value, error: &RpcError) -> Reply {
+    // Every error of a session is a 200, but a refusal a stronger token
+    // would avoid: its 403 and challenge let the client step up.
+    if error.code == codes::ACCESS_DENIED {
+        return Reply::error(Some(id), error);
+    }
     Reply {
         body: jsonrpc::encode_error(Some(id), error),
         http_status: 200,
         retry_after: None,
+        challenge: None,
     }
 }
 
@@ -218,6 +229,7 @@ fn result(id: &Value, complete: &Complete) -> Reply {
         body: jsonrpc::encode_raw_result(id, &complete.members),
         http_status: 200,
         retry_after: None,
+        challenge: None,
     }
 }
 

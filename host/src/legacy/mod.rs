@@ -31,6 +31,7 @@ use tokio::sync::broadcast;
 pub use session::{AskError, Session, StreamGuard};
 pub use sessions::{Full, Sessions};
 
+use crate::access::Caller;
 use crate::protocol::envelope::{self, LogLevel};
 use crate::protocol::jsonrpc::{self, Request, RpcError, required_str};
 use crate::protocol::subscriptions::{MAX_RESOURCE_SUBSCRIPTIONS, ServerChange};
@@ -107,6 +108,7 @@ impl Legacy {
             body: jsonrpc::encode_error(Some(&request.id), &error),
             http_status: 400,
             retry_after: None,
+            challenge: None,
         };
         let requested = required_str(&request.params, "protocolVersion").map_err(fail)?;
         let capabilities = match request.params.get("capabilities") {
@@ -143,6 +145,7 @@ impl Legacy {
             body: jsonrpc::encode_result(&request.id, &result),
             http_status: 200,
             retry_after: None,
+            challenge: None,
         };
         Ok((session, reply))
     }
@@ -154,6 +157,7 @@ impl Legacy {
         &self,
         session: &Session,
         request: &Request,
+        caller: &Caller,
         notifier: Option<&Notifier>,
         via: Via,
     ) -> Reply {
@@ -166,7 +170,7 @@ impl Legacy {
             session: matches!(via, Via::Http(_)).then(|| session.id()),
             via,
         };
-        let handled = self.handle_untraced(session, request, notifier);
+        let handled = self.handle_untraced(session, request, caller, notifier);
         telemetry::serve(incoming, handled, |reply| {
             Outcome::of_reply(&request.method, &reply.body)
         })
@@ -178,6 +182,7 @@ impl Legacy {
         &self,
         session: &Session,
         request: &Request,
+        caller: &Caller,
         notifier: Option<&Notifier>,
     ) -> Reply {
         let answer = |outcome: Result<(), RpcError>| Reply {
@@ -187,6 +192,7 @@ impl Legacy {
             },
             http_status: 200,
             retry_after: None,
+            challenge: None,
         };
         match request.method.as_str() {
             "ping" => answer(Ok(())),
@@ -205,7 +211,7 @@ impl Legacy {
                         envelope::PROTOCOL_VERSION, session.version()),
                 }))))
             }
-            _ => self.bridge(session, request, notifier).await,
+            _ => self.bridge(session, request, caller, notifier).await,
         }
     }
 

@@ -298,6 +298,7 @@ pub struct Metrics {
     instantiate: Histogram,
     refused_busy: Counter,
     limit_hits: Family<KindLabel, Counter>,
+    access_refused: Family<KindLabel, Counter>,
     state_refused: Family<ReasonLabel, Counter>,
     mrtr_rounds: Histogram,
     reload_errors: Counter,
@@ -317,6 +318,7 @@ impl Metrics {
             instantiate: Histogram::new(INSTANTIATE_BUCKETS.iter().copied()),
             refused_busy: Counter::default(),
             limit_hits: Family::default(),
+            access_refused: Family::default(),
             state_refused: Family::default(),
             mrtr_rounds: Histogram::new(ROUND_BUCKETS.iter().copied()),
             reload_errors: Counter::default(),
@@ -347,6 +349,11 @@ impl Metrics {
             "airlock_limit_hits",
             "Calls that failed on one of their limits, and requests refused by a quota, by kind",
             self.limit_hits.clone(),
+        );
+        r.register(
+            "airlock_access_refused",
+            "Requests refused by an access rule, by the kind of item they named (tool, prompt, resource, task)",
+            self.access_refused.clone(),
         );
         r.register(
             "airlock_state_refused",
@@ -460,6 +467,17 @@ pub fn limit_hit(limit: Limit) {
             .get_or_create(&KindLabel {
                 kind: limit.label(),
             })
+            .inc();
+    }
+}
+
+/// Counts a request refused by an access rule; `kind`: what it named
+/// (`tool`, `prompt`, `resource`, `task`).
+pub fn access_refused(kind: &'static str) {
+    if let Some(metrics) = installed() {
+        metrics
+            .access_refused
+            .get_or_create(&KindLabel { kind })
             .inc();
     }
 }

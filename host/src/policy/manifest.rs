@@ -24,7 +24,20 @@
 //! [tools.search]            # one tool of the component, by name
 //! rate-limit = "5/s"        # calls per caller: 5/s, 300/min, 2/10s
 //! rate-limit-burst = 10     # calls at once after a quiet time [default: one period's]
+//! allow = ["scope:search"]  # who may call it (replaces [access] for it)
+//!
+//! [access]                  # who may use what the component serves
+//! allow = ["authenticated", ["group:ops", "scope:mcp:tools"]]
+//!
+//! [prompts.review]          # one prompt, by name
+//! allow = ["group:reviewers"]
+//!
+//! [resources."file:///notes/{name}"]   # one resource or template, by URI
+//! allow = ["scope:notes:read"]
 //! ```
+//!
+//! Access rules (`allow`) are described in [`crate::access`]; a rule
+//! naming an item the component does not serve is refused when it loads.
 //!
 //! Every section is optional and nothing is granted that is not written
 //! here. Unknown keys and invalid values are refused, naming the file and
@@ -39,6 +52,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::access::{ComponentRules, Rule};
 use crate::quotas;
 use crate::units;
 use crate::untrusted_file;
@@ -63,6 +77,30 @@ pub struct Manifest {
     /// Settings of single tools of the component, by tool name.
     #[serde(default)]
     pub tools: BTreeMap<String, ToolSettings>,
+    /// `[access] allow`: who may use what the component serves.
+    pub access: Option<Access>,
+    /// Who may get single prompts, by prompt name.
+    #[serde(default)]
+    pub prompts: BTreeMap<String, ItemAccess>,
+    /// Who may read single resources, by URI or URI template.
+    #[serde(default)]
+    pub resources: BTreeMap<String, ItemAccess>,
+}
+
+/// `[access]`.
+#[derive(Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Access {
+    /// Who may use everything the component serves (see [`crate::access`]).
+    pub allow: Rule,
+}
+
+/// One `[prompts.NAME]` or `[resources."URI"]` table.
+#[derive(Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ItemAccess {
+    /// Who may use the item; replaces `[access] allow` for it.
+    pub allow: Rule,
 }
 
 /// `[limits]`.
@@ -139,6 +177,8 @@ pub struct ToolSettings {
     pub rate_limit: Option<quotas::Rate>,
     /// How many calls each caller may make at once after a quiet time.
     pub rate_limit_burst: Option<NonZeroU32>,
+    /// Who may call the tool; replaces `[access] allow` for it.
+    pub allow: Option<Rule>,
 }
 
 /// Largest manifest read, in bytes: a manifest is a few lines, and a
@@ -168,19 +208,44 @@ impl Manifest {
     /// Parses manifest text; the error names `file`, the line and the
     /// offending key (by quoting the line).
     pub fn parse(text: &str, file: &Path) -> Result<Manifest, String> {
-        toml::from_str(text).map_err(|err| {
-            let message = err.message().trim_end();
-            let message = renamed_key(message).unwrap_or_else(|| message.to_owned());
-            match err.span() {
-                Some(span) => {
-                    let start = span.start.min(text.len());
-                    let line = text[..start].matches('\n').count() + 1;
-                    let quoted = text.lines().nth(line - 1).unwrap_or("").trim();
-                    format!("{}:{line}: {message} (at `{quoted}`)", file.display())
-                }
-                None => format!("{}: {message}", file.display()),
-            }
-        })
+        toml::from_str(text).map_err(|err| toml_error(&err, text, file))
+    }
+
+    /// The rules the manifest writes.
+    pub fn access_rules(&self) -> ComponentRules {
+        ComponentRules {
+            component: self.access.as_ref().map(|access| access.allow.clone()),
+            tools: allowed(&self.tools, |tool| tool.allow.as_ref()),
+            prompts: allowed(&self.prompts, |prompt| Some(&prompt.allow)),
+            resources: allowed(&self.resources, |resource| Some(&resource.allow)),
+        }
+    }
+}
+
+/// The `allow` rules of the tables of `items` that have one, by key.
+fn allowed<T>(
+    items: &BTreeMap<String, T>,
+    allow: impl Fn(&T) -> Option<&Rule>,
+) -> BTreeMap<String, Rule> {
+    items
+        .iter()
+        .filter_map(|(key, item)| Some((key.clone(), allow(item)?.clone())))
+        .collect()
+}
+
+/// A TOML error in `text`, read from `file`: the message names the file,
+/// the line and the offending key (by quoting the line).
+pub(crate) fn toml_error(err: &toml::de::Error, text: &str, file: &Path) -> String {
+    let message = err.message().trim_end();
+    let message = renamed_key(message).unwrap_or_else(|| message.to_owned());
+    match err.span() {
+        Some(span) => {
+            let start = span.start.min(text.len());
+            let line = text[..start].matches('\n').count() + 1;
+            let quoted = text.lines().nth(line - 1).unwrap_or("").trim();
+            format!("{}:{line}: {message} (at `{quoted}`)", file.display())
+        }
+        None => format!("{}: {message}", file.display()),
     }
 }
 

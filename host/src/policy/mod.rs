@@ -20,6 +20,7 @@ use std::time::Duration;
 
 pub use self::grants::{GrantedDir, ProtectedPaths};
 use self::manifest::{DirMode, Manifest};
+use crate::access::ComponentRules;
 use crate::quotas::RateLimit;
 use crate::sealing::STATE_KEYS_ENV;
 use crate::units::{format_duration, format_size};
@@ -75,6 +76,8 @@ pub struct Policy {
     /// How often each caller may call a tool of the component, by tool
     /// name, for the tools its manifest limits.
     pub rate_limits: BTreeMap<String, RateLimit>,
+    /// Who may use what the component serves, as its manifest writes it.
+    pub access: ComponentRules,
 }
 
 /// Per-call limits of one component.
@@ -201,6 +204,7 @@ impl Policy {
             http: Arc::default(),
             limits: defaults.clone(),
             rate_limits: BTreeMap::new(),
+            access: ComponentRules::default(),
         }
     }
 
@@ -364,6 +368,7 @@ impl Policy {
                 (None, None) => {}
             }
         }
+        policy.access = manifest.access_rules();
         Ok(policy)
     }
 
@@ -417,6 +422,19 @@ impl Policy {
         for (tool, limit) in &self.rate_limits {
             lines.push(format!("rate limit: tool {tool}, {limit} per caller"));
         }
+        let access = &self.access;
+        if let Some(rule) = &access.component {
+            lines.push(format!("access: {rule}"));
+        }
+        for (kind, items) in [
+            ("tool", &access.tools),
+            ("prompt", &access.prompts),
+            ("resource", &access.resources),
+        ] {
+            for (key, rule) in items {
+                lines.push(format!("access: {kind} {key}, {rule}"));
+            }
+        }
         lines
     }
 }
@@ -430,6 +448,7 @@ impl std::fmt::Debug for Policy {
             .field("http", &self.http)
             .field("limits", &self.limits)
             .field("rate_limits", &self.rate_limits)
+            .field("access", &self.access)
             .finish()
     }
 }

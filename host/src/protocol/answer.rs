@@ -9,6 +9,7 @@
 //! is: a result's own members, the input requests one by one, the error's
 //! code; nothing is encoded to be parsed again.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -28,6 +29,8 @@ pub struct Reply {
     /// When the client may try again (`Retry-After`), for an error that
     /// says.
     pub retry_after: Option<Duration>,
+    /// A `WWW-Authenticate` challenge, for an error that says.
+    pub challenge: Option<Arc<String>>,
 }
 
 impl Reply {
@@ -37,6 +40,7 @@ impl Reply {
             body: Vec::new(),
             http_status: 202,
             retry_after: None,
+            challenge: None,
         }
     }
 
@@ -47,6 +51,7 @@ impl Reply {
             body: jsonrpc::encode_error(id, error),
             http_status: error.http_status,
             retry_after: error.retry_after,
+            challenge: error.challenge.clone(),
         }
     }
 }
@@ -177,16 +182,19 @@ impl Answer {
                 body: encode_complete(id, complete, server_info),
                 http_status: 200,
                 retry_after: None,
+                challenge: None,
             },
             Answer::InputRequired(required) => Reply {
                 body: encode_input_required(id, required, server_info),
                 http_status: 200,
                 retry_after: None,
+                challenge: None,
             },
             Answer::Task(members) => Reply {
                 body: encode_task(id, members, server_info),
                 http_status: 200,
                 retry_after: None,
+                challenge: None,
             },
             Answer::Error(error) => Reply::error(Some(id), error),
         }

@@ -12,6 +12,7 @@
 //! requests already running keep the one they started with.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -22,7 +23,8 @@ use serde_json::value::RawValue;
 use super::jsonrpc::RpcError;
 use super::param_headers::{self, ParamHeader};
 use super::wire;
-use crate::registry::Registry;
+use crate::access::{Kind, Rule};
+use crate::registry::{Registry, Served};
 
 /// A registry and its pre-encoded lists.
 pub(crate) struct Catalog {
@@ -77,14 +79,24 @@ impl Catalog {
             .collect::<anyhow::Result<_>>()?;
         let pages = |items, field| Pages::new(items, page_size, max_page_bytes, field);
         Ok(Catalog {
-            tools: pages(tools, TOOLS)?,
-            prompts: pages(prompts, PROMPTS)?,
-            resources: pages(resources, RESOURCES)?,
-            templates: pages(templates, TEMPLATES)?,
+            tools: pages(tools, TOOLS)?.with_rules(rules(registry.tools(), Kind::Tool)),
+            prompts: pages(prompts, PROMPTS)?.with_rules(rules(registry.prompts(), Kind::Prompt)),
+            resources: pages(resources, RESOURCES)?
+                .with_rules(rules(registry.resources(), Kind::Resource)),
+            templates: pages(templates, TEMPLATES)?
+                .with_rules(rules(registry.templates(), Kind::Resource)),
             param_headers,
             registry,
         })
     }
+}
+
+/// The rules of `entries`, items of `kind`, in order.
+fn rules<T>(entries: &[Served<T>], kind: Kind) -> Vec<Option<Rule>> {
+    entries
+        .iter()
+        .map(|entry| entry.access_rule(kind).cloned())
+        .collect()
 }
 
 /// One item, encoded once.
@@ -102,9 +114,20 @@ pub(crate) const RESOURCES: &str = "resources";
 /// templates.
 pub(crate) const TEMPLATES: &str = "resourceTemplates";
 
-/// One list, cut into pages of pre-encoded items.
+/// One list of pre-encoded items, with each item's access rule, cut into
+/// pages: once for every caller, or per request for the items one caller
+/// may see.
 #[derive(Default)]
-pub(crate) struct Pages(Vec<Vec<Box<RawValue>>>);
+pub(crate) struct Pages {
+    items: Vec<Box<RawValue>>,
+    /// Each item's rule, from its manifest (the same order as `items`).
+    rules: Vec<Option<Rule>>,
+    /// The pages of the whole list, as ranges of `items`.
+    pages: Vec<Range<usize>>,
+    page_size: usize,
+    /// What a page's items may take, in bytes.
+    budget: usize,
+}
 
 impl Pages {
     /// `items` in pages of at most `page_size` items, each page's result
@@ -117,75 +140,147 @@ impl Pages {
         field: &str,
     ) -> anyhow::Result<Pages> {
         let budget = max_bytes.saturating_sub(frame_bytes(field));
-        let mut pages = Vec::new();
-        let mut page: Vec<Box<RawValue>> = Vec::new();
-        let mut used = 0;
-        for item in items {
+        for item in &items {
             let bytes = item.get().len();
             anyhow::ensure!(
                 bytes <= budget,
                 "an item of `{field}` takes {bytes} bytes, more than a page holds within the output limit of {max_bytes} bytes"
             );
-            // A comma before every item but the first of a page.
-            let full = page.len() >= page_size.max(1) || used + 1 + bytes > budget;
-            if !page.is_empty() && full {
-                pages.push(std::mem::take(&mut page));
-                used = 0;
-            }
-            used += bytes + usize::from(!page.is_empty());
-            page.push(item);
         }
-        if !page.is_empty() {
-            pages.push(page);
-        }
-        Ok(Pages(pages))
+        let page_size = page_size.max(1);
+        let pages = cut(items.iter().map(|item| item.get().len()), page_size, budget);
+        Ok(Pages {
+            rules: vec![None; items.len()],
+            items,
+            pages,
+            page_size,
+            budget,
+        })
+    }
+
+    /// The same list, its items ruled by `rules` (in the same order).
+    fn with_rules(mut self, rules: Vec<Option<Rule>>) -> Pages {
+        debug_assert_eq!(rules.len(), self.items.len());
+        self.rules = rules;
+        self
+    }
+
+    /// Whether some item of the list has a rule of its manifest.
+    pub(crate) fn has_rules(&self) -> bool {
+        self.rules.iter().any(Option::is_some)
+    }
+
+    /// The rule of item `index`, if its manifest writes one.
+    pub(crate) fn rule(&self, index: usize) -> Option<&Rule> {
+        self.rules.get(index).and_then(Option::as_ref)
     }
 
     /// Whether both lists hold the same items in the same order.
     pub(crate) fn same_as(&self, other: &Pages) -> bool {
-        let items = |pages: &Pages| -> Vec<String> {
-            pages
-                .0
+        self.items.len() == other.items.len()
+            && self
+                .items
                 .iter()
-                .flatten()
-                .map(|item| item.get().to_owned())
-                .collect()
-        };
-        items(self) == items(other)
+                .zip(&other.items)
+                .all(|(a, b)| a.get() == b.get())
     }
 
     /// The page a request's `params.cursor` names (the first page if it has
     /// none), and the cursor of the next page, if any. An unknown cursor is
     /// -32602.
     pub(crate) fn page(&self, cursor: Option<&Value>) -> Result<Page<'_>, RpcError> {
-        let index = match cursor {
-            None | Some(Value::Null) => 0,
-            Some(Value::String(cursor)) => decode_cursor(cursor)
-                .filter(|page| *page < self.0.len())
-                .ok_or_else(|| {
-                    RpcError::invalid_params(format!("Invalid params: unknown cursor '{cursor}'"))
-                })?,
-            Some(_) => {
-                return Err(RpcError::invalid_params(
-                    "Invalid params: cursor must be a string",
-                ));
-            }
-        };
+        let index = page_index(cursor, self.pages.len())?;
         Ok(Page {
-            items: self.0.get(index).map(Vec::as_slice).unwrap_or_default(),
-            next_cursor: (index + 1 < self.0.len()).then(|| encode_cursor(index + 1)),
+            items: self
+                .pages
+                .get(index)
+                .map(|range| {
+                    self.items[range.clone()]
+                        .iter()
+                        .map(AsRef::as_ref)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            next_cursor: (index + 1 < self.pages.len()).then(|| encode_cursor(index + 1)),
         })
+    }
+
+    /// [`Pages::page`] of the list of the items `visible` keeps (by index),
+    /// cut into pages as the whole list is.
+    pub(crate) fn visible_page(
+        &self,
+        cursor: Option<&Value>,
+        visible: impl Fn(usize) -> bool,
+    ) -> Result<Page<'_>, RpcError> {
+        let kept: Vec<&RawValue> = (0..self.items.len())
+            .filter(|&i| visible(i))
+            .map(|i| self.items[i].as_ref())
+            .collect();
+        let pages = cut(
+            kept.iter().map(|item| item.get().len()),
+            self.page_size,
+            self.budget,
+        );
+        let index = page_index(cursor, pages.len())?;
+        Ok(Page {
+            items: pages
+                .get(index)
+                .map(|range| kept[range.clone()].to_vec())
+                .unwrap_or_default(),
+            next_cursor: (index + 1 < pages.len()).then(|| encode_cursor(index + 1)),
+        })
+    }
+}
+
+/// Items of these sizes (in bytes, each within `budget`), in pages of at
+/// most `page_size` items and `budget` bytes with their commas.
+fn cut(sizes: impl Iterator<Item = usize>, page_size: usize, budget: usize) -> Vec<Range<usize>> {
+    let mut pages = Vec::new();
+    let mut start = 0;
+    let mut used = 0;
+    let mut end = 0;
+    for bytes in sizes {
+        let count = end - start;
+        // A comma before every item but the first of a page.
+        let full = count >= page_size || used + 1 + bytes > budget;
+        if count > 0 && full {
+            pages.push(start..end);
+            start = end;
+            used = 0;
+        }
+        used += bytes + usize::from(end > start);
+        end += 1;
+    }
+    if end > start {
+        pages.push(start..end);
+    }
+    pages
+}
+
+/// The page a cursor names, of `pages` pages.
+fn page_index(cursor: Option<&Value>, pages: usize) -> Result<usize, RpcError> {
+    match cursor {
+        None | Some(Value::Null) => Ok(0),
+        Some(Value::String(text)) => {
+            decode_cursor(text)
+                .filter(|page| *page < pages)
+                .ok_or_else(|| {
+                    RpcError::invalid_params(format!("Invalid params: unknown cursor '{text}'"))
+                })
+        }
+        Some(_) => Err(RpcError::invalid_params(
+            "Invalid params: cursor must be a string",
+        )),
     }
 }
 
 /// One page of a list.
 pub(crate) struct Page<'a> {
-    pub(crate) items: &'a [Box<RawValue>],
+    pub(crate) items: Vec<&'a RawValue>,
     pub(crate) next_cursor: Option<String>,
 }
 
-/// A list result's own members: `{<field>: [...], nextCursor?}` (the
-/// server marks it cacheable by everyone).
+/// A list result's own members: `{<field>: [...], nextCursor?}`.
 pub(crate) struct ListResult<'a> {
     pub(crate) field: &'static str,
     pub(crate) page: Page<'a>,
@@ -194,7 +289,7 @@ pub(crate) struct ListResult<'a> {
 impl Serialize for ListResult<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry(self.field, self.page.items)?;
+        map.serialize_entry(self.field, &self.page.items)?;
         if let Some(cursor) = &self.page.next_cursor {
             map.serialize_entry("nextCursor", cursor)?;
         }

@@ -47,7 +47,7 @@ pub(super) async fn complete(
     let declared = match &target {
         CompletionTarget::Prompt(name) => registry
             .find_prompt(name)
-            .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?
+            .ok_or_else(|| super::access::unknown_prompt(name))?
             .item()
             .arguments
             .iter()
@@ -59,11 +59,7 @@ pub(super) async fn complete(
                 None if registry.resolve_resource(uri).is_some() => {
                     return Ok(Answer::complete(&wire::complete_result(&empty)));
                 }
-                None => {
-                    return Err(RpcError::invalid_params(format!(
-                        "Unknown resource template: {uri}"
-                    )));
-                }
+                None => return Err(super::access::unknown_template(uri)),
             }
         }
     };

@@ -7,6 +7,7 @@
 use tokio::sync::mpsc;
 
 use super::envelope::MirroredHeaders;
+use crate::access::Caller;
 use crate::runtime::Runtime;
 use crate::sealing::StateSealer;
 use crate::tasks::Tasks;
@@ -18,8 +19,11 @@ pub type Notifier = mpsc::Sender<Vec<u8>>;
 /// Who sent a request and, on HTTP, the headers that mirror its body.
 #[derive(Debug, Clone, Copy)]
 pub struct RequestContext<'a> {
-    /// The authenticated principal that `requestState` is bound to.
+    /// The authenticated principal that `requestState` is bound to (a
+    /// 2025-era session's: the principal it was opened by).
     pub principal: &'a str,
+    /// Who sent this request, as access rules see it.
+    pub caller: &'a Caller,
     /// The mirrored HTTP headers; `None` on stdio.
     pub headers: Option<MirroredHeaders<'a>>,
 }

@@ -14,6 +14,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 
+use super::access::{AccessSettings, Gate};
 use super::answer::{Answer, Reply};
 use super::catalog::{self, Catalog, ListResult, Pages};
 use super::completion;
@@ -27,6 +28,7 @@ use super::resources::ResourceRead;
 use super::subscriptions::{self, ServerChange, Subscriptions};
 use super::tasks;
 use super::tools::ToolCall;
+use crate::access::Kind;
 use crate::audit;
 use crate::metrics::{self, ErrorType};
 use crate::quotas::{Quotas, Refused};
@@ -51,6 +53,8 @@ pub struct Server {
     tasks: Option<Arc<Tasks>>,
     /// The rate limits requests and tool calls are admitted by.
     quotas: Arc<Quotas>,
+    /// Who may use what.
+    access: AccessSettings,
 }
 
 impl Server {
@@ -81,6 +85,7 @@ impl Server {
             server_info,
             tasks: None,
             quotas: Arc::default(),
+            access: AccessSettings::default(),
         })
     }
 
@@ -97,6 +102,28 @@ impl Server {
     pub fn with_quotas(mut self, quotas: Arc<Quotas>) -> Self {
         self.quotas = quotas;
         self
+    }
+
+    /// The same server, admitting callers to what it serves by `access`
+    /// (without, every caller may use everything).
+    pub fn with_access(mut self, access: AccessSettings) -> Self {
+        self.access = access;
+        self
+    }
+
+    /// Whether some access rule exists: in the server's policy or in a
+    /// manifest of the registry served now.
+    pub fn has_access_rules(&self) -> bool {
+        let catalog = self.catalog();
+        !self.access.rules.is_empty()
+            || [
+                &catalog.tools,
+                &catalog.prompts,
+                &catalog.resources,
+                &catalog.templates,
+            ]
+            .iter()
+            .any(|pages| pages.has_rules())
     }
 
     /// The tasks this server runs, if it runs them.
@@ -320,23 +347,47 @@ impl Server {
         let Some(method) = Method::parse(&request.method) else {
             return Err(unknown_method(&request.method));
         };
+        let gate = Gate {
+            settings: &self.access,
+            catalog,
+            caller: context.caller,
+        };
+        gate.check(method, &request.params)?;
         match method {
             Method::ServerDiscover => Ok(self.discover()),
-            Method::ToolsList => self.list(request, &catalog.tools, catalog::TOOLS),
+            Method::ToolsList => {
+                self.list(request, &catalog.tools, catalog::TOOLS, Kind::Tool, gate)
+            }
             Method::ToolsCall => {
                 self.admit_call(request, catalog, context.principal)?;
                 run_round::<ToolCall>(self.services(), request, catalog, &meta, context, notifier)
                     .await
             }
-            Method::PromptsList => self.list(request, &catalog.prompts, catalog::PROMPTS),
+            Method::PromptsList => self.list(
+                request,
+                &catalog.prompts,
+                catalog::PROMPTS,
+                Kind::Prompt,
+                gate,
+            ),
             Method::PromptsGet => {
                 run_round::<PromptGet>(self.services(), request, catalog, &meta, context, notifier)
                     .await
             }
-            Method::ResourcesList => self.list(request, &catalog.resources, catalog::RESOURCES),
-            Method::ResourceTemplatesList => {
-                self.list(request, &catalog.templates, catalog::TEMPLATES)
-            }
+            Method::ResourcesList => self.list(
+                request,
+                &catalog.resources,
+                catalog::RESOURCES,
+                Kind::Resource,
+                gate,
+            ),
+            Method::ResourceTemplatesList => self.list(
+                request,
+                &catalog.templates,
+                catalog::TEMPLATES,
+                Kind::Resource,
+                gate,
+            ),
             Method::ResourcesRead => {
                 let services = self.services();
                 run_round::<ResourceRead>(services, request, catalog, &meta, context, notifier)
@@ -350,6 +401,7 @@ impl Server {
                     tasks,
                     principal: context.principal,
                     declared: meta.capabilities.tasks,
+                    gate,
                 });
                 subscriptions::listen(
                     &self.subscriptions,
@@ -367,11 +419,11 @@ impl Server {
                 tasks::check_request(request, &meta, context.headers.as_ref())?;
                 let principal = context.principal;
                 match method {
-                    Method::TasksGet => tasks::get(running, request, principal).await,
+                    Method::TasksGet => tasks::get(running, request, principal, &gate).await,
                     Method::TasksUpdate => {
-                        tasks::update(running, self.services(), request, principal).await
+                        tasks::update(running, self.services(), request, principal, &gate).await
                     }
-                    _ => tasks::cancel(running, request, principal).await,
+                    _ => tasks::cancel(running, request, principal, &gate).await,
                 }
             }
         }
@@ -402,17 +454,20 @@ impl Server {
     }
 
     /// `tools/list`, `prompts/list`, `resources/list` and
-    /// `resources/templates/list`: the page of `pages` the request's cursor
-    /// names, as `{field: [...]}`, the same for every caller.
+    /// `resources/templates/list`: the page of `pages` (items of `kind`) the
+    /// request's cursor names, of the items the caller may see (`gate`), as
+    /// `{field: [...]}`; cacheable by everyone unless it depends on who
+    /// asks.
     fn list(
         &self,
         request: &Request,
         pages: &Pages,
         field: &'static str,
+        kind: Kind,
+        gate: Gate<'_>,
     ) -> Result<Answer, RpcError> {
-        let page = pages.page(request.params.get("cursor"))?;
-        Ok(Answer::complete(&ListResult { field, page })
-            .cached(self.settings.list_ttl_ms, "public"))
+        let (page, scope) = gate.list(pages, kind, request.params.get("cursor"))?;
+        Ok(Answer::complete(&ListResult { field, page }).cached(self.settings.list_ttl_ms, scope))
     }
 
     /// `server/discover`: the versions and capabilities of this server.

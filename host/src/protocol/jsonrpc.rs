@@ -6,6 +6,7 @@
 //! response echoes them unchanged. Other numbers (fractions, integers too
 //! large to echo exactly) are refused.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -32,6 +33,8 @@ pub mod codes {
     /// Airlock's own, outside the ranges JSON-RPC and MCP reserve: a quota
     /// of the caller is used up (a rate limit, its sessions).
     pub const QUOTA_EXCEEDED: i32 = -31429;
+    /// Airlock's own: the caller may see the item but not use it.
+    pub const ACCESS_DENIED: i32 = -31403;
 
     /// Every code above: the codes Airlock answers with of its own accord
     /// (a component may choose others for its errors).
@@ -45,6 +48,7 @@ pub mod codes {
         MISSING_REQUIRED_CLIENT_CAPABILITY,
         UNSUPPORTED_PROTOCOL_VERSION,
         QUOTA_EXCEEDED,
+        ACCESS_DENIED,
     ];
 }
 
@@ -62,6 +66,10 @@ pub struct RpcError {
     /// When the client may try again, if known: `Retry-After` on
     /// Streamable HTTP.
     pub retry_after: Option<Duration>,
+    /// A `WWW-Authenticate` challenge on Streamable HTTP, for an error that
+    /// a stronger token would avoid (behind a thin pointer: errors travel in
+    /// `Result`s, which stay small).
+    pub challenge: Option<Arc<String>>,
 }
 
 impl RpcError {
@@ -73,6 +81,7 @@ impl RpcError {
             data: None,
             http_status: 200,
             retry_after: None,
+            challenge: None,
         }
     }
 
@@ -91,6 +100,12 @@ impl RpcError {
     /// Says when the client may try again.
     pub fn with_retry_after(mut self, after: Duration) -> Self {
         self.retry_after = Some(after);
+        self
+    }
+
+    /// The same error with a `WWW-Authenticate` challenge.
+    pub fn with_challenge(mut self, challenge: String) -> Self {
+        self.challenge = Some(Arc::new(challenge));
         self
     }
 

@@ -3,6 +3,7 @@
 //! completions, subscriptions, tasks). Transport-agnostic: the HTTP
 //! and stdio transports decode messages and hand requests to [`Server`].
 
+mod access;
 pub mod answer;
 mod catalog;
 mod completion;
@@ -21,6 +22,7 @@ mod tasks;
 mod tools;
 pub(crate) mod wire;
 
+pub use access::AccessSettings;
 pub use answer::Answer;
 pub use answer::Reply;
 pub use context::{Notifier, ProtocolSettings, RequestContext};

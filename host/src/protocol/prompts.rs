@@ -63,7 +63,7 @@ impl RoundMethod for PromptGet {
         let entry = catalog
             .registry
             .find_prompt(name)
-            .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?;
+            .ok_or_else(|| super::access::unknown_prompt(name))?;
         if let Some(missing) = entry
             .item()
             .arguments

@@ -6,7 +6,7 @@
 //! with `data.uri` (SEP-2164), never an empty `contents`.
 
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::answer::Answer;
 use super::catalog::Catalog;
@@ -52,7 +52,7 @@ impl RoundMethod for ResourceRead {
         let (component, template) = catalog
             .registry
             .resolve_resource(uri)
-            .ok_or_else(|| not_found(uri))?;
+            .ok_or_else(|| super::access::resource_not_found(uri))?;
         Ok(ResourceRead {
             component,
             template,
@@ -92,7 +92,9 @@ impl RoundMethod for ResourceRead {
         limit: usize,
     ) -> Settled {
         match outcome {
-            wit_resources::ReadOutcome::NotFound => Settled::Answer(Answer::Error(not_found(uri))),
+            wit_resources::ReadOutcome::NotFound => {
+                Settled::Answer(Answer::Error(super::access::resource_not_found(uri)))
+            }
             wit_resources::ReadOutcome::Complete(contents) if contents.is_empty() => {
                 Settled::Failed("the component returned no contents".to_owned())
             }
@@ -129,11 +131,6 @@ pub(crate) fn check_uri_length(uri: &str) -> Result<(), RpcError> {
         )));
     }
     Ok(())
-}
-
-/// -32602 with `data.uri` (SEP-2164).
-fn not_found(uri: &str) -> RpcError {
-    RpcError::invalid_params(format!("Resource not found: {uri}")).with_data(json!({ "uri": uri }))
 }
 
 /// Whether a `resources/read` error is the resource-not-found error, which

@@ -109,6 +109,9 @@ pub struct TaskWatch<'a> {
     pub principal: &'a str,
     /// Whether the listen request declared the tasks extension.
     pub declared: bool,
+    /// What the listener may use: a task is reported only while it may
+    /// use the task's tool.
+    pub(super) gate: super::access::Gate<'a>,
 }
 
 /// What one listen request asked for.
@@ -299,7 +302,7 @@ pub(super) async fn listen(
         };
         if let (Some(id), Some(watch)) = (changed_task, &tasks)
             && let Some(Value::Object(task)) =
-                tasks::notification(watch.tasks, &id, watch.principal).await
+                tasks::notification(watch.tasks, &id, watch.principal, &watch.gate).await
         {
             messages.push(note("notifications/tasks", task));
         }

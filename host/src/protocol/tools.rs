@@ -83,7 +83,7 @@ impl RoundMethod for ToolCall {
         let entry = catalog
             .registry
             .find(name)
-            .ok_or_else(|| RpcError::invalid_params(format!("Unknown tool: {name}")))?;
+            .ok_or_else(|| super::access::unknown_tool(name))?;
         if entry.item().task_support == wit::TaskSupport::Required && !meta.capabilities.tasks {
             return Err(envelope::missing_capability(
                 format!(

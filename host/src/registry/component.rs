@@ -8,6 +8,7 @@ use tracing::info;
 
 use super::cache::{CompileCache, Origin};
 use super::validate::{self, ListingLimits};
+use crate::access::Kind;
 use crate::policy::Policy;
 use crate::policy::manifest::Manifest;
 use crate::runtime::{CallError, CheckedComponent, ListError, Listing, Runtime};
@@ -103,6 +104,7 @@ impl Component {
             .await
             .map_err(list_failure)?;
         validate::validate_listing(&listing, &ListingLimits::of(runtime.limits()))?;
+        check_access_rules(&policy, &listing)?;
         let summary = summary(&listing);
         match origin {
             Origin::Cache => {
@@ -179,6 +181,26 @@ fn list_failure(failure: ListError) -> String {
         None => format!("listing it failed: {}", describe(&failure.error)),
     }
 }
+/// Refuses access rules of the manifest that name an item the component
+/// does not serve (a misspelt name would leave the item to the
+/// component's rule, or to none).
+fn check_access_rules(policy: &Policy, listing: &Listing) -> Result<(), String> {
+    policy
+        .access
+        .check_served(|kind, key| match kind {
+            Kind::Tool => listing.tools.iter().any(|t| t.name == key),
+            Kind::Prompt => listing.prompts.iter().any(|p| p.name == key),
+            Kind::Resource => {
+                listing.resources.iter().any(|r| r.uri == key)
+                    || listing.templates.iter().any(|t| t.uri_template == key)
+            }
+        })
+        .map_err(|why| match &policy.manifest {
+            Some(manifest) => format!("{}: {why}", manifest.display()),
+            None => why,
+        })
+}
+
 /// What loading one file takes from the file system, before it is linked
 /// and listed.
 struct Compiled {

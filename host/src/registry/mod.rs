@@ -135,6 +135,12 @@ impl<T> Served<T> {
         self.component().policy().limits.max_output_bytes
     }
 
+    /// The rule of this item for `kind`, from its component's manifest:
+    /// its own, else the component's.
+    pub fn access_rule(&self, kind: crate::access::Kind) -> Option<&crate::access::Rule> {
+        self.component().policy().access.rule(kind, &self.key)
+    }
+
     fn component(&self) -> &CheckedComponent {
         &self.component.checked
     }

@@ -10,13 +10,14 @@ use std::time::Duration;
 use anyhow::Context;
 use axum::Router;
 
+use crate::access::ServerRules;
 use crate::audit::{self, AuditSettings};
 use crate::auth::{AuthSettings, Authenticator};
 use crate::endpoint::Endpoint;
 use crate::legacy::{BridgeSettings, Legacy, Sessions};
 use crate::live::{self, LiveOptions};
 use crate::policy::ProtectedPaths;
-use crate::protocol::{ProtocolSettings, Server};
+use crate::protocol::{AccessSettings, ProtocolSettings, Server};
 use crate::quotas::{Quotas, RateLimit};
 use crate::registry::Registry;
 use crate::sandbox::SandboxSettings;
@@ -79,6 +80,8 @@ pub struct ServeConfig {
     pub tokens_file: Option<PathBuf>,
     /// JWT access tokens and OAuth protected-resource metadata.
     pub auth: AuthSettings,
+    /// The server's access policy file (see [`crate::access`]).
+    pub access_policy: Option<PathBuf>,
     /// Host names accepted in `Host` and `Origin` besides
     /// [`http::LOCAL_HOSTS`].
     pub allowed_hosts: Vec<String>,
@@ -307,6 +310,13 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         }
         Transport::Http(_) => Authenticator::load(config.tokens_file.as_deref(), &config.auth)?,
     };
+    let access = AccessSettings {
+        rules: match &config.access_policy {
+            Some(path) => ServerRules::load(path)?,
+            None => ServerRules::default(),
+        },
+        resource_metadata: auth.metadata().map(|metadata| metadata.url().to_owned()),
+    };
     let runtime = config.sandbox.start(protected_paths(&config))?;
     raise_open_file_limit(runtime.limits());
     let registry = Registry::load(&runtime, &config.tools, config.cache_dir.as_deref()).await?;
@@ -334,7 +344,12 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             config.protocol.clone(),
         )?
         .with_tasks(tasks.clone())
-        .with_quotas(quotas),
+        .with_quotas(quotas)
+        .with_access(access),
+    );
+    crate::access::log_mode(
+        server.has_access_rules(),
+        matches!(config.transport, Transport::Stdio),
     );
     let runner = tasks.clone().run(server.clone(), server.shutting_down());
     let _stop_tasks = AbortOnDrop(tokio::spawn(runner));

@@ -21,7 +21,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufRea
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use crate::auth;
+use crate::access::Caller;
 use crate::endpoint::{Endpoint, Outcome, Peer, Process};
 use crate::protocol::Notifier;
 use crate::protocol::jsonrpc::{self, RpcError};
@@ -46,7 +46,7 @@ pub async fn serve_streams(
 ) -> std::io::Result<()> {
     let (out, lines) = mpsc::channel::<Vec<u8>>(256);
     let writer = tokio::spawn(write_lines(output, lines));
-    let process = Arc::new(Process::new(auth::STDIO));
+    let process = Arc::new(Process::new(Caller::stdio()));
     let mut calls = JoinSet::new();
     loop {
         let line = match read_line(&mut input, max_line_bytes).await? {

@@ -13,6 +13,7 @@
 //! cargo test -p airlock --test protocol
 //! ```
 
+mod access;
 mod cancellation;
 mod envelope;
 mod mrtr;

@@ -766,9 +766,12 @@ fn a_response_outside_any_session_is_refused_by_the_endpoint() {
     let host = Host::start(&["hash"]);
     let response = br#"{"jsonrpc":"2.0","id":0,"result":{}}"#;
     let peers = [
-        Peer::Process(Arc::new(Process::new("stdio"))),
+        Peer::Process(Arc::new(Process::new(airlock::access::Caller::stdio()))),
         Peer::Http(HttpRequest {
-            principal: "token:alice".to_owned(),
+            caller: Arc::new(airlock::access::Caller::new(
+                "token:alice",
+                airlock::access::Source::Token,
+            )),
             headers: Default::default(),
             session: None,
         }),
@@ -799,7 +802,10 @@ fn the_session_stream_carries_every_change_from_when_it_opened() {
         session.result("resources/subscribe", json!({ "uri": uri }));
     }
     let peer = Peer::Http(HttpRequest {
-        principal: "token:alice".to_owned(),
+        caller: std::sync::Arc::new(airlock::access::Caller::new(
+            "token:alice",
+            airlock::access::Source::Token,
+        )),
         headers: Default::default(),
         session: Some(session.id().to_owned()),
     });

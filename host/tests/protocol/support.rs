@@ -16,11 +16,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use airlock::access::ServerRules;
 use airlock::auth::{Authenticator, TokenTable};
 use airlock::endpoint::Endpoint;
 use airlock::legacy::{BridgeSettings, Legacy, Sessions};
 use airlock::live::{self, LiveOptions};
-use airlock::protocol::{ProtocolSettings, Server};
+use airlock::protocol::{AccessSettings, ProtocolSettings, Server};
 use airlock::registry::Registry;
 use airlock::runtime::{Runtime, RuntimeLimits};
 use airlock::sealing::{KeyRing, StateLimits, StateSealer};
@@ -48,6 +49,10 @@ pub const ALICE: &str = "alice-token-0123456789";
 /// The bearer token of `bob`.
 pub const BOB: &str = "bob-token-0123456789";
 
+/// The protected-resource metadata URL step-up challenges name.
+pub const RESOURCE_METADATA: &str =
+    "https://mcp.example.com/.well-known/oauth-protected-resource/mcp";
+
 /// The longest any one wait may take before the test fails: a guard
 /// against a hang, far beyond what anything takes on a busy machine.
 pub const HANG_GUARD: Duration = Duration::from_secs(60);
@@ -63,6 +68,12 @@ pub struct Setup {
     pub max_sessions: usize,
     /// Largest request body (or stdio line).
     pub max_body_bytes: usize,
+    /// Manifests written beside the components: file name and text.
+    pub manifests: Vec<(&'static str, &'static str)>,
+    /// Lines added to the tokens file (of `alice` and `bob`).
+    pub tokens: &'static str,
+    /// The server's access policy (`--access-policy`), as TOML.
+    pub access_policy: Option<&'static str>,
 }
 
 impl Default for Setup {
@@ -72,6 +83,9 @@ impl Default for Setup {
             bridge: BridgeSettings::default(),
             max_sessions: 64,
             max_body_bytes: 4 << 20,
+            manifests: Vec::new(),
+            tokens: "",
+            access_policy: None,
         }
     }
 }
@@ -101,14 +115,17 @@ impl Host {
     pub fn start_with(components: &[&str], setup: Setup) -> Host {
         show_logs();
         let tools = ToolsDir::with(components);
+        for (file, text) in &setup.manifests {
+            tools.add_bytes(file, text.as_bytes());
+        }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .expect("a tokio runtime");
         let (server, endpoint, background) = runtime.block_on(serve(tools.path(), &setup));
-        let tokens =
-            TokenTable::parse(&format!("{ALICE} alice\n{BOB} bob\n")).expect("the tokens parse");
+        let tokens = TokenTable::parse(&format!("{ALICE} alice\n{BOB} bob\n{}", setup.tokens))
+            .expect("the tokens parse");
         let admission = Admission {
             allowed_hosts: vec!["localhost".to_owned()],
             allowed_origins: Vec::new(),
@@ -247,7 +264,15 @@ async fn serve(tools: &Path, setup: &Setup) -> (Arc<Server>, Arc<Endpoint>, Vec<
             setup.protocol.clone(),
         )
         .expect("the server starts")
-        .with_tasks(tasks.clone()),
+        .with_tasks(tasks.clone())
+        .with_access(AccessSettings {
+            rules: setup
+                .access_policy
+                .map_or_else(ServerRules::default, |text| {
+                    ServerRules::parse(text, Path::new("access.toml")).expect("the policy parses")
+                }),
+            resource_metadata: Some(RESOURCE_METADATA.to_owned()),
+        }),
     );
     let live = LiveOptions {
         dir: tools.to_owned(),

@@ -28,6 +28,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, Header, Validation};
 use serde::Deserialize;
 
 use super::{JWT_PRINCIPAL_PREFIX, ring_provider};
+use crate::access::{Caller, Source};
 
 /// Clock skew tolerated on `exp` and `nbf`, in seconds.
 pub const LEEWAY_SECS: u64 = 30;
@@ -336,13 +337,16 @@ fn read_secret_file(path: &Path) -> anyhow::Result<VerifyingKey> {
     VerifyingKey::hs256_secret(secret, &path.display().to_string())
 }
 
-/// The claims Airlock reads. Their presence, `exp`, `nbf` and `aud` are
+/// The claims of a token. Their presence, `exp`, `nbf` and `aud` are
 /// checked by `jsonwebtoken`'s validation; a claim of the wrong type (an
-/// array `iss`, a numeric `sub`) fails here.
+/// array `iss`, a numeric `sub`) fails here. The others are what access
+/// rules may read (see [`Caller::with_jwt_claims`]).
 #[derive(Deserialize)]
 struct Claims {
     iss: Option<String>,
     sub: Option<String>,
+    #[serde(flatten)]
+    others: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Checks JWT access tokens.
@@ -424,8 +428,9 @@ impl JwtVerifier {
         self.keys.len()
     }
 
-    /// The principal of a valid token.
-    pub fn verify(&self, token: &str) -> Result<String, JwtError> {
+    /// The caller of a valid token: its principal, and the scopes, groups
+    /// and claims access rules see (see [`Caller::with_jwt_claims`]).
+    pub fn verify(&self, token: &str) -> Result<Caller, JwtError> {
         let header = decode_header(token)?;
         let usable = |(key, _): &&(VerifyingKey, Validation)| key.algorithms.contains(&header.alg);
         // A `kid` that names configured keys narrows the search to them;
@@ -447,7 +452,7 @@ impl JwtVerifier {
             match jsonwebtoken::decode::<Claims>(token, &key.key, validation) {
                 Ok(data) => {
                     tracing::trace!(key = %key.label, "JWT verified");
-                    return principal(&data.claims);
+                    return caller(&data.claims);
                 }
                 // Another key may have signed it.
                 Err(e) if *e.kind() == ErrorKind::InvalidSignature => {}
@@ -497,14 +502,15 @@ fn classify(kind: &ErrorKind) -> JwtError {
     }
 }
 
-fn principal(claims: &Claims) -> Result<String, JwtError> {
+fn caller(claims: &Claims) -> Result<Caller, JwtError> {
     let (Some(iss), Some(sub)) = (&claims.iss, &claims.sub) else {
         return Err(JwtError::MissingClaim);
     };
     if sub.is_empty() || sub.len() > MAX_SUBJECT_BYTES || sub.chars().any(char::is_control) {
         return Err(JwtError::BadClaims);
     }
-    Ok(format!("{JWT_PRINCIPAL_PREFIX}{iss}#{sub}"))
+    let principal = format!("{JWT_PRINCIPAL_PREFIX}{iss}#{sub}");
+    Ok(Caller::new(principal, Source::Jwt).with_jwt_claims(&claims.others))
 }
 
 #[cfg(test)]

@@ -149,7 +149,9 @@ fn hex(text: &str) -> Vec<u8> {
 fn a_valid_hs256_token_names_its_principal() {
     let v = hs256_verifier();
     assert_eq!(
-        v.verify(&hs256(SECRET, &claims("alice"))).unwrap(),
+        v.verify(&hs256(SECRET, &claims("alice")))
+            .unwrap()
+            .principal,
         "jwt:https://idp.example.com#alice"
     );
     // `aud` may be an array that includes this resource.
@@ -157,7 +159,10 @@ fn a_valid_hs256_token_names_its_principal() {
         SECRET,
         &with(claims("bob"), "aud", json!(["other", AUDIENCE])),
     );
-    assert_eq!(v.verify(&token).unwrap(), "jwt:https://idp.example.com#bob");
+    assert_eq!(
+        v.verify(&token).unwrap().principal,
+        "jwt:https://idp.example.com#bob"
+    );
 }
 
 #[test]
@@ -297,7 +302,7 @@ fn critical_header_extensions_are_refused() {
     // Extension members alone are ignored.
     let plain = mint(header(json!({})), &claims("alice"), sign);
     assert_eq!(
-        v.verify(&plain).unwrap(),
+        v.verify(&plain).unwrap().principal,
         "jwt:https://idp.example.com#alice"
     );
     // Named as critical, or with an empty or malformed `crit`: refused,
@@ -341,7 +346,7 @@ fn rsa_keys_from_pem_and_jwk() {
     for v in [&from_spki, &from_pkcs1, &from_jwk] {
         for alg in ["RS256", "PS256"] {
             assert_eq!(
-                v.verify(&rsa(alg, &c)).unwrap(),
+                v.verify(&rsa(alg, &c)).unwrap().principal,
                 "jwt:https://idp.example.com#carol"
             );
         }
@@ -412,7 +417,7 @@ fn ed25519_keys_from_pem() {
         pair.sign(m).as_ref().to_vec()
     });
     assert_eq!(
-        v.verify(&token).unwrap(),
+        v.verify(&token).unwrap().principal,
         "jwt:https://idp.example.com#erin"
     );
 }
@@ -490,7 +495,7 @@ fn settings_need_issuer_audience_and_keys() {
         &with(claims("alice"), "iss", json!("https://other.example.com")),
     );
     assert_eq!(
-        v.verify(&other).unwrap(),
+        v.verify(&other).unwrap().principal,
         "jwt:https://other.example.com#alice"
     );
 }
@@ -510,4 +515,24 @@ fn secret_files_are_trimmed() {
     .unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     assert!(v.verify(&hs256(SECRET, &claims("gina"))).is_ok());
+}
+
+#[test]
+fn a_tokens_scopes_groups_and_claims_reach_its_caller() {
+    let v = hs256_verifier();
+    let c = with(
+        with(claims("carol"), "scope", json!("mcp:tools deploy:write")),
+        "groups",
+        json!(["ops"]),
+    );
+    let caller = v
+        .verify(&hs256(SECRET, &with(c, "tenant", json!("acme"))))
+        .unwrap();
+    assert_eq!(caller.source, crate::access::Source::Jwt);
+    assert_eq!(
+        caller.scopes.iter().collect::<Vec<_>>(),
+        ["deploy:write", "mcp:tools"]
+    );
+    assert_eq!(caller.groups.iter().collect::<Vec<_>>(), ["ops"]);
+    assert_eq!(caller.claims["tenant"], ["acme"]);
 }

@@ -20,6 +20,7 @@ mod view;
 
 use serde_json::{Map, Value, json};
 
+use super::access::Gate;
 use super::answer::Answer;
 use super::context::Services;
 use super::envelope::{self, ClientCapabilities, MirroredHeaders, RequestMeta, TASKS_EXTENSION};
@@ -118,9 +119,10 @@ pub(super) async fn get(
     tasks: &Tasks,
     request: &Request,
     principal: &str,
+    gate: &Gate<'_>,
 ) -> Result<Answer, RpcError> {
     let id = task_id(request)?;
-    let record = owned(tasks, id, principal).await?;
+    let record = owned(tasks, id, principal, gate).await?;
     Ok(Answer::complete(&view::detailed(&record)))
 }
 
@@ -132,6 +134,7 @@ pub(super) async fn update(
     services: Services<'_>,
     request: &Request,
     principal: &str,
+    gate: &Gate<'_>,
 ) -> Result<Answer, RpcError> {
     let id = task_id(request)?;
     let Some(Value::Object(responses)) = request.params.get("inputResponses") else {
@@ -140,7 +143,7 @@ pub(super) async fn update(
         ));
     };
     for _ in 0..WRITE_ATTEMPTS {
-        let mut record = owned(tasks, id, principal).await?;
+        let mut record = owned(tasks, id, principal, gate).await?;
         if record.status != TaskStatus::InputRequired {
             // Answers to requests the task no longer waits for.
             return Ok(acknowledged());
@@ -211,10 +214,11 @@ pub(super) async fn cancel(
     tasks: &Tasks,
     request: &Request,
     principal: &str,
+    gate: &Gate<'_>,
 ) -> Result<Answer, RpcError> {
     let id = task_id(request)?;
     for _ in 0..WRITE_ATTEMPTS {
-        let mut record = owned(tasks, id, principal).await?;
+        let mut record = owned(tasks, id, principal, gate).await?;
         if record.status.is_terminal() {
             return Ok(acknowledged());
         }
@@ -249,21 +253,35 @@ pub(super) async fn cancel(
 }
 
 /// The `notifications/tasks` message for task `id`, if `principal` owns
-/// it and it still exists.
-pub(super) async fn notification(tasks: &Tasks, id: &str, principal: &str) -> Option<Value> {
+/// it, it still exists, and the listener may use its tool (`gate`).
+pub(super) async fn notification(
+    tasks: &Tasks,
+    id: &str,
+    principal: &str,
+    gate: &Gate<'_>,
+) -> Option<Value> {
     let record = tasks.store().get(id).await.ok()??;
-    (record.owner == principal).then(|| view::detailed(&record))
+    (record.owner == principal && gate.may_use_tool(&record.tool)).then(|| view::detailed(&record))
 }
 
-/// The task `id` if `principal` owns it; otherwise the error of an
-/// unknown id, so that nobody learns whether another's task exists.
-async fn owned(tasks: &Tasks, id: &str, principal: &str) -> Result<TaskRecord, RpcError> {
+/// The task `id` if `principal` owns it and may use its tool now (`gate`);
+/// otherwise the error of an unknown id, so that nobody learns whether
+/// another's task exists (or the access refusal of its tool, when the
+/// caller may see the tool).
+async fn owned(
+    tasks: &Tasks,
+    id: &str,
+    principal: &str,
+    gate: &Gate<'_>,
+) -> Result<TaskRecord, RpcError> {
     let found = tasks.store().get(id).await;
+    let unknown = || RpcError::invalid_params(format!("Invalid params: unknown taskId {id:?}"));
     match found.map_err(|error| store_error(error, principal))? {
-        Some(record) if record.owner == principal => Ok(record),
-        _ => Err(RpcError::invalid_params(format!(
-            "Invalid params: unknown taskId {id:?}"
-        ))),
+        Some(record) if record.owner == principal => {
+            gate.tool(&record.tool, unknown)?;
+            Ok(record)
+        }
+        _ => Err(unknown()),
     }
 }
 

@@ -9,8 +9,8 @@
 //!    the allowed origins; else 403;
 //! 2. **authentication**: the bearer token (tokens file, JWT) or, with
 //!    authentication off, the anonymous principal; else 401 with its
-//!    challenge. The principal goes into the request's extensions
-//!    ([`Principal`]), where handlers find it;
+//!    challenge. The [`Caller`] goes into the request's extensions, where
+//!    handlers find it;
 //! 3. **the body**: a request with a body must be `application/json` (415)
 //!    and at most the body limit (413, checked on `Content-Length` and
 //!    again while it is read).
@@ -50,10 +50,6 @@ pub struct Admission {
     /// Largest request body, in bytes.
     pub max_body_bytes: usize,
 }
-
-/// The principal a request was admitted as, in its extensions.
-#[derive(Debug, Clone)]
-pub struct Principal(pub String);
 
 /// `mcp` (the endpoint's routes) behind Host and Origin, authentication and
 /// the body checks; `public` (routes any client may read) behind Host and
@@ -162,11 +158,11 @@ impl Admission {
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|h| h.to_str().ok());
-        let principal = self
+        let caller = self
             .auth
             .authenticate(authorization)
             .map_err(Refused::Unauthorized)?;
-        request.extensions_mut().insert(Principal(principal));
+        request.extensions_mut().insert(caller);
         self.check_body(request)
     }
 
@@ -291,6 +287,7 @@ fn host_name(authority: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::access::Caller;
     use axum::routing::{get, post};
     use tower::ServiceExt as _;
 
@@ -309,8 +306,8 @@ mod tests {
     /// admission of its own: it answers who it thinks is calling.
     fn router() -> Router {
         let whoami = |request: Request| async move {
-            match request.extensions().get::<Principal>() {
-                Some(Principal(who)) => who.clone(),
+            match request.extensions().get::<Arc<Caller>>() {
+                Some(who) => who.principal.clone(),
                 None => "nobody checked".to_owned(),
             }
         };

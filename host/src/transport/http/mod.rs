@@ -53,7 +53,8 @@ use http_body_util::LengthLimitError;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
-use self::admission::{Principal, admitted};
+use self::admission::admitted;
+use crate::access::Caller;
 use crate::auth::metadata::WELL_KNOWN_PATH;
 use crate::endpoint::{BoxedReply, Call, Delivery, Endpoint, HttpRequest, Outcome, Peer};
 use crate::protocol::Reply;
@@ -210,6 +211,11 @@ fn reply_response(reply: Reply) -> Response {
             .headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from(whole_seconds(after)));
     }
+    if let Some(challenge) = reply.challenge.and_then(|c| HeaderValue::from_str(&c).ok()) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, challenge);
+    }
     response
 }
 
@@ -273,13 +279,10 @@ fn unread_body(error: &(dyn std::error::Error + 'static), limit: usize) -> Respo
     response
 }
 
-/// The principal admission found for `request` (see [`admission`]), taken
+/// The caller admission found for `request` (see [`admission`]), taken
 /// out of it.
-fn admitted_principal(request: &mut axum::extract::Request) -> Option<String> {
-    request
-        .extensions_mut()
-        .remove::<Principal>()
-        .map(|Principal(principal)| principal)
+fn admitted_caller(request: &mut axum::extract::Request) -> Option<Arc<Caller>> {
+    request.extensions_mut().remove::<Arc<Caller>>()
 }
 
 /// What a handler answers if a request reached it without admission: a
@@ -298,14 +301,14 @@ static SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 
 /// The peer of an HTTP request: who admission found, the headers, and the
 /// session `Mcp-Session-Id` names.
-fn http_peer(principal: String, headers: HeaderMap) -> Peer {
+fn http_peer(caller: Arc<Caller>, headers: HeaderMap) -> Peer {
     // A value that is not visible ASCII names no session: left empty, it
     // matches none.
     let session = headers
         .get(&SESSION_HEADER)
         .map(|id| id.to_str().unwrap_or_default().to_owned());
     Peer::Http(HttpRequest {
-        principal,
+        caller,
         headers,
         session,
     })
@@ -314,7 +317,7 @@ fn http_peer(principal: String, headers: HeaderMap) -> Peer {
 /// GET with a session id: the session's standalone stream (list changes,
 /// resource updates). Without one, 405: the 2026-07-28 wire has no GET.
 async fn handle_get(State(app): State<Arc<App>>, mut request: axum::extract::Request) -> Response {
-    let Some(principal) = admitted_principal(&mut request) else {
+    let Some(caller) = admitted_caller(&mut request) else {
         return not_admitted();
     };
     let headers = request.headers();
@@ -322,7 +325,7 @@ async fn handle_get(State(app): State<Arc<App>>, mut request: axum::extract::Req
         return method_not_allowed().await;
     }
     let event_stream = accepts_event_stream(headers);
-    let peer = http_peer(principal, headers.clone());
+    let peer = http_peer(caller, headers.clone());
     respond(app.endpoint.open_stream(peer), event_stream).await
 }
 
@@ -331,21 +334,21 @@ async fn handle_delete(
     State(app): State<Arc<App>>,
     mut request: axum::extract::Request,
 ) -> Response {
-    let Some(principal) = admitted_principal(&mut request) else {
+    let Some(caller) = admitted_caller(&mut request) else {
         return not_admitted();
     };
     let headers = request.headers();
     if !headers.contains_key(&SESSION_HEADER) {
         return method_not_allowed().await;
     }
-    let peer = http_peer(principal, headers.clone());
+    let peer = http_peer(caller, headers.clone());
     respond(app.endpoint.end_session(peer), false).await
 }
 
 async fn handle_post(State(app): State<Arc<App>>, mut request: axum::extract::Request) -> Response {
     // Taken apart rather than extracted: the `HeaderMap` extractor clones
     // every header of every request.
-    let Some(principal) = admitted_principal(&mut request) else {
+    let Some(caller) = admitted_caller(&mut request) else {
         return not_admitted();
     };
     let (parts, body) = request.into_parts();
@@ -359,7 +362,7 @@ async fn handle_post(State(app): State<Arc<App>>, mut request: axum::extract::Re
         Err(e) => return error_response(StatusCode::BAD_REQUEST, e.id.as_ref(), &e.error),
     };
     let event_stream = accepts_event_stream(&parts.headers);
-    let peer = http_peer(principal, parts.headers);
+    let peer = http_peer(caller, parts.headers);
     respond(app.endpoint.receive(peer, message), event_stream).await
 }
 

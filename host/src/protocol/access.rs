@@ -1,0 +1,268 @@
+//! Access rules in the 2026-07-28 pipeline: each request's item is checked
+//! once, before its method runs, against what the registry holds; listings
+//! show a caller only what it may use (or see, by the policy's `[list]`).
+//!
+//! An item the caller may not see does not exist for it: its refusal is
+//! the unknown item's error. An item it may see but not use is refused with
+//! [`ACCESS_DENIED`](jsonrpc::codes::ACCESS_DENIED) and HTTP 403; when a
+//! token with more scopes would be admitted, the 403 carries the
+//! `insufficient_scope` challenge naming them, so that an OAuth client can
+//! ask its authorization server for them and try again. Every refusal goes
+//! through [`refused`].
+
+use serde_json::{Map, Value, json};
+
+use super::catalog::{Catalog, Page, Pages};
+use super::jsonrpc::{RpcError, codes};
+use super::method::Method;
+use crate::access::{Caller, Decision, Kind, Rule, ServerRules};
+use crate::audit;
+use crate::metrics;
+
+/// The server's access settings: its policy, and where its OAuth
+/// protected-resource metadata is (named in step-up challenges).
+#[derive(Debug, Default)]
+pub struct AccessSettings {
+    /// The server's access policy (`--access-policy`).
+    pub rules: ServerRules,
+    /// The protected-resource metadata URL, when `--oauth-resource` is set.
+    pub resource_metadata: Option<String>,
+}
+
+/// One caller's view of one catalog.
+#[derive(Clone, Copy)]
+pub(super) struct Gate<'a> {
+    pub(super) settings: &'a AccessSettings,
+    pub(super) catalog: &'a Catalog,
+    pub(super) caller: &'a Caller,
+}
+
+impl Gate<'_> {
+    fn decide(&self, kind: Kind, rule: Option<&Rule>) -> Decision {
+        self.settings.rules.decide(kind, rule, self.caller)
+    }
+
+    /// Checks the item a request of `method` names, if it names one the
+    /// registry holds (an unknown one is left to the method to refuse).
+    pub(super) fn check(
+        &self,
+        method: Method,
+        params: &Map<String, Value>,
+    ) -> Result<(), RpcError> {
+        let text = |name: &str| params.get(name).and_then(Value::as_str);
+        let registry = &self.catalog.registry;
+        match method {
+            Method::ToolsCall => match text("name") {
+                Some(name) => self.tool(name, || unknown_tool(name)),
+                None => Ok(()),
+            },
+            Method::PromptsGet => match text("name").and_then(|name| registry.find_prompt(name)) {
+                Some(prompt) => self.item(
+                    Kind::Prompt,
+                    prompt.key(),
+                    prompt.access_rule(Kind::Prompt),
+                    || unknown_prompt(prompt.key()),
+                ),
+                None => Ok(()),
+            },
+            Method::ResourcesRead => match text("uri") {
+                Some(uri) => match registry.resolve_resource(uri) {
+                    Some((served, _)) => self.item(
+                        Kind::Resource,
+                        uri,
+                        served.access_rule(Kind::Resource),
+                        || resource_not_found(uri),
+                    ),
+                    None => Ok(()),
+                },
+                None => Ok(()),
+            },
+            Method::CompletionComplete => {
+                let reference = params.get("ref");
+                let field =
+                    |name: &str| reference.and_then(|r| r.get(name)).and_then(Value::as_str);
+                match (field("type"), field("name"), field("uri")) {
+                    (Some("ref/prompt"), Some(name), _) => match registry.find_prompt(name) {
+                        Some(prompt) => {
+                            self.item(Kind::Prompt, name, prompt.access_rule(Kind::Prompt), || {
+                                unknown_prompt(name)
+                            })
+                        }
+                        None => Ok(()),
+                    },
+                    (Some("ref/resource"), _, Some(uri)) => {
+                        let template = registry.templates().iter().find(|t| &**t.key() == uri);
+                        let unseen = || unknown_template(uri);
+                        match template {
+                            Some(template) => self.item(
+                                Kind::Resource,
+                                uri,
+                                template.access_rule(Kind::Resource),
+                                unseen,
+                            ),
+                            None => match registry.resolve_resource(uri) {
+                                Some((served, _)) => self.item(
+                                    Kind::Resource,
+                                    uri,
+                                    served.access_rule(Kind::Resource),
+                                    unseen,
+                                ),
+                                None => Ok(()),
+                            },
+                        }
+                    }
+                    _ => Ok(()),
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Checks that the caller may use tool `name`; `unseen`: the error of
+    /// a tool that does not exist, for the caller that may not see it.
+    pub(super) fn tool(
+        &self,
+        name: &str,
+        unseen: impl FnOnce() -> RpcError,
+    ) -> Result<(), RpcError> {
+        match self.catalog.registry.find(name) {
+            Some(tool) => self.item(Kind::Tool, name, tool.access_rule(Kind::Tool), unseen),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the caller may use tool `name` (an unknown one: no).
+    pub(super) fn may_use_tool(&self, name: &str) -> bool {
+        self.catalog.registry.find(name).is_some_and(|tool| {
+            self.decide(Kind::Tool, tool.access_rule(Kind::Tool)) == Decision::Use
+        })
+    }
+
+    fn item(
+        &self,
+        kind: Kind,
+        key: &str,
+        rule: Option<&Rule>,
+        unseen: impl FnOnce() -> RpcError,
+    ) -> Result<(), RpcError> {
+        match self.decide(kind, rule) {
+            Decision::Use => Ok(()),
+            decision => Err(refused(
+                self.settings,
+                self.caller,
+                kind,
+                key,
+                decision,
+                unseen,
+            )),
+        }
+    }
+
+    /// The page of `pages` (items of `kind`) the cursor names, of the items
+    /// the caller may see, and its `cacheScope`: `private` when what the
+    /// caller sees of this kind may depend on who it is.
+    pub(super) fn list<'p>(
+        &self,
+        pages: &'p Pages,
+        kind: Kind,
+        cursor: Option<&Value>,
+    ) -> Result<(Page<'p>, &'static str), RpcError> {
+        if !self.settings.rules.covers(kind, pages.has_rules()) {
+            return Ok((pages.page(cursor)?, "public"));
+        }
+        let page = pages.visible_page(cursor, |i| {
+            self.decide(kind, pages.rule(i)) != Decision::Hidden
+        })?;
+        Ok((page, "private"))
+    }
+}
+
+/// The error of a request refused by an access rule, and its log line and
+/// count: `caller` may not use the item of `kind` keyed `key`, as
+/// `decision` says. An item it may not see gets `unseen()`, the error of an
+/// item that does not exist; one it may see gets -31403 and HTTP 403, with
+/// the `insufficient_scope` challenge when more scopes would admit it.
+pub(crate) fn refused(
+    settings: &AccessSettings,
+    caller: &Caller,
+    kind: Kind,
+    key: &str,
+    decision: Decision,
+    unseen: impl FnOnce() -> RpcError,
+) -> RpcError {
+    metrics::access_refused(kind.name());
+    let reason = match &decision {
+        Decision::Use => unreachable!("a caller that may use an item is not refused"),
+        Decision::Hidden => "may not see it",
+        Decision::See { step_up: None } => "may not use it",
+        Decision::See { step_up: Some(_) } => "lacks scopes",
+    };
+    audit::refused(&caller.principal, kind.name(), Some(key), reason);
+    let step_up = match decision {
+        Decision::Use => unreachable!("checked above"),
+        Decision::Hidden => {
+            tracing::info!(principal = %caller.principal, kind = kind.name(), item = %key, reason, "access refused");
+            return unseen();
+        }
+        Decision::See { step_up } => step_up,
+    };
+    let what = kind.name();
+    let Some(scopes) = step_up else {
+        tracing::info!(principal = %caller.principal, kind = what, item = %key, reason, "access refused");
+        return RpcError::new(
+            codes::ACCESS_DENIED,
+            format!("Forbidden: this caller may not use {what} '{key}'"),
+        )
+        .with_status(403)
+        .with_data(json!({ "kind": what, "name": key }));
+    };
+    let missing: Vec<&str> = scopes
+        .iter()
+        .filter(|scope| !caller.scopes.contains(*scope))
+        .map(String::as_str)
+        .collect();
+    let needed = scopes
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(" ");
+    tracing::info!(principal = %caller.principal, kind = what, item = %key, reason, missing = %missing.join(" "), "access refused");
+    let mut challenge = format!("Bearer error=\"insufficient_scope\", scope=\"{needed}\"");
+    if let Some(url) = &settings.resource_metadata {
+        challenge.push_str(&format!(", resource_metadata=\"{url}\""));
+    }
+    RpcError::new(
+        codes::ACCESS_DENIED,
+        format!(
+            "Forbidden: {what} '{key}' needs the scope {}, which this token lacks",
+            missing.join(", ")
+        ),
+    )
+    .with_status(403)
+    .with_data(
+        json!({ "kind": what, "name": key, "requiredScopes": scopes, "missingScopes": missing }),
+    )
+    .with_challenge(challenge)
+}
+
+/// The error of `tools/call` naming a tool that does not exist.
+pub(super) fn unknown_tool(name: &str) -> RpcError {
+    RpcError::invalid_params(format!("Unknown tool: {name}"))
+}
+
+/// The error of `prompts/get` (and of completing one) naming a prompt
+/// that does not exist.
+pub(super) fn unknown_prompt(name: &str) -> RpcError {
+    RpcError::invalid_params(format!("Unknown prompt: {name}"))
+}
+
+/// The error of completing a resource template that does not exist.
+pub(super) fn unknown_template(uri: &str) -> RpcError {
+    RpcError::invalid_params(format!("Unknown resource template: {uri}"))
+}
+
+/// The error of `resources/read` naming a resource that does not exist:
+/// -32602 with `data.uri` (SEP-2164).
+pub(super) fn resource_not_found(uri: &str) -> RpcError {
+    RpcError::invalid_params(format!("Resource not found: {uri}")).with_data(json!({ "uri": uri }))
+}

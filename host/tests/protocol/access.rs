@@ -1,0 +1,310 @@
+//! Who may use what: the rules of manifests and of the server's access
+//! policy, for tools, prompts, resources, templates, completion, tasks and
+//! 2025-era sessions; the listings each caller gets; the refusals (the
+//! unknown item's error for what a caller may not see, 403 with the
+//! `insufficient_scope` challenge for what it may see).
+
+use airlock_e2e::McpClient;
+use airlock_e2e::mcp::{
+    ToolCall, complete, elicit, error_code, input_required, no_caps, request_state, text,
+};
+use serde_json::{Value, json};
+
+use crate::support::{Host, RESOURCE_METADATA, Setup};
+
+/// `ops` with every scope and group the rules below ask for.
+const OPS_STRONG: &str = "ops-strong-token-0123456789";
+/// `ops` again (the same principal), with none of them.
+const OPS_WEAK: &str = "ops-weak-token-0123456789";
+
+const TOKENS: &str = "ops-strong-token-0123456789 ops scope:deploy:write group:readers group:writers\n\
+                      ops-weak-token-0123456789 ops\n";
+
+const DEPLOY_RULES: &str = "[tools.deploy]\nallow = [\"scope:deploy:write\"]\n\
+                            [tools.confirm]\nallow = [\"scope:deploy:write\"]\n";
+
+const EVERYTHING_RULES: &str = "[prompts.test_simple_prompt]\nallow = [\"group:writers\"]\n\
+                                [resources.\"test://static-text\"]\nallow = [\"group:readers\"]\n\
+                                [resources.\"test://template/{id}/data\"]\nallow = [\"group:readers\"]\n";
+
+/// A host serving hash (no rules), deploy and everything (with rules),
+/// and the access policy `policy`.
+fn start(policy: Option<&'static str>) -> Host {
+    Host::start_with(
+        &["hash", "deploy", "everything"],
+        Setup {
+            manifests: vec![
+                ("deploy.toml", DEPLOY_RULES),
+                ("everything.toml", EVERYTHING_RULES),
+            ],
+            tokens: TOKENS,
+            access_policy: policy,
+            ..Setup::default()
+        },
+    )
+}
+
+/// Who may see what they may not use: every authenticated caller.
+const LIST_ALL: &str = "[list]\nallow = [\"authenticated\"]\n";
+
+fn names(client: &dyn McpClient, method: &str, field: &str, key: &str) -> Vec<String> {
+    client
+        .list_all(method, field)
+        .iter()
+        .map(|item| item[key].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn deploy() -> ToolCall {
+    ToolCall::new(
+        "deploy",
+        json!({"service": "api", "environment": "staging"}),
+    )
+}
+
+/// The error member of `response`.
+#[track_caller]
+fn error(response: &Value) -> &Value {
+    response
+        .get("error")
+        .unwrap_or_else(|| panic!("not an error: {response}"))
+}
+
+#[test]
+fn a_caller_sees_and_uses_only_what_its_scopes_and_groups_allow() {
+    let host = start(None);
+    // What a server without deploy and everything answers: the bytes of an
+    // item that does not exist.
+    let bare = Host::start(&["hash"]);
+    let missing = bare.http();
+    let alice = host.http();
+    let tools = names(&alice, "tools/list", "tools", "name");
+    assert!(tools.contains(&"sha256".to_owned()), "{tools:?}");
+    assert!(
+        !tools.iter().any(|t| t == "deploy" || t == "confirm"),
+        "{tools:?}"
+    );
+    let unseen = alice.exchange("tools/call", deploy().params());
+    let unknown = missing.exchange("tools/call", deploy().params());
+    assert_eq!(error(&unseen.response), error(&unknown.response));
+    assert_eq!(unseen.status, unknown.status);
+    assert_eq!(error(&unseen.response)["message"], "Unknown tool: deploy");
+
+    let ops = host.http_as(OPS_STRONG);
+    let tools = names(&ops, "tools/list", "tools", "name");
+    assert!(tools.contains(&"deploy".to_owned()) && tools.contains(&"sha256".to_owned()));
+    let called = ops.call(&deploy());
+    assert!(called.get("result").is_some(), "{called}");
+
+    // Listings that depend on the caller are private; the others public.
+    let listed = alice.rpc("tools/list", json!({}), no_caps());
+    assert_eq!(complete(&listed)["cacheScope"], "private", "{listed}");
+    let listed = missing.rpc("tools/list", json!({}), no_caps());
+    assert_eq!(complete(&listed)["cacheScope"], "public", "{listed}");
+}
+
+#[test]
+fn a_caller_that_may_see_a_tool_is_told_which_scope_to_ask_for() {
+    let host = start(Some(LIST_ALL));
+    let alice = host.http();
+    let tools = names(&alice, "tools/list", "tools", "name");
+    assert!(tools.contains(&"deploy".to_owned()), "{tools:?}");
+    let (_, reply) = alice.send("tools/call", deploy().params());
+    assert_eq!(reply.status, 403, "{}", reply.text());
+    assert_eq!(
+        reply.header("www-authenticate"),
+        Some(
+            format!(
+                "Bearer error=\"insufficient_scope\", scope=\"deploy:write\", resource_metadata=\"{RESOURCE_METADATA}\""
+            )
+            .as_str()
+        )
+    );
+    let response = reply.json();
+    assert_eq!(error_code(&response), -31403, "{response}");
+    assert_eq!(
+        error(&response)["data"]["missingScopes"],
+        json!(["deploy:write"])
+    );
+    let called = host.http_as(OPS_STRONG).call(&deploy());
+    assert!(called.get("result").is_some(), "{called}");
+}
+
+fn confirm() -> ToolCall {
+    ToolCall::new("confirm", json!({"action": "ship"}))
+}
+
+#[test]
+fn a_scope_revoked_mid_flow_stops_it_at_its_next_round() {
+    let host = start(Some(LIST_ALL));
+    let strong = host.http_as(OPS_STRONG);
+    let state = request_state(input_required(&strong.call(&confirm())));
+    let yes = json!({"confirm": elicit("accept", Some(json!({"ok": true})))});
+    // The same principal, with a token that lost the scope.
+    let weak = host.http_as(OPS_WEAK);
+    let (_, reply) = weak.send(
+        "tools/call",
+        confirm()
+            .responses(yes.clone())
+            .state(state.clone())
+            .params(),
+    );
+    assert_eq!(reply.status, 403, "{}", reply.text());
+    let done = strong.call(&confirm().responses(yes).state(state));
+    assert_eq!(text(complete(&done)).trim(), "confirmed ship", "{done}");
+}
+
+#[test]
+fn prompts_resources_templates_and_completion_obey_the_rules() {
+    let host = start(None);
+    let bare = Host::start(&["hash"]);
+    let missing = bare.http();
+    let alice = host.http();
+    let ops = host.http_as(OPS_STRONG);
+    let prompts = names(&alice, "prompts/list", "prompts", "name");
+    assert!(
+        !prompts.contains(&"test_simple_prompt".to_owned()),
+        "{prompts:?}"
+    );
+    assert!(
+        prompts.contains(&"test_prompt_with_image".to_owned()),
+        "{prompts:?}"
+    );
+    assert!(
+        names(&ops, "prompts/list", "prompts", "name").contains(&"test_simple_prompt".to_owned())
+    );
+    let resources = names(&alice, "resources/list", "resources", "uri");
+    assert!(
+        !resources.contains(&"test://static-text".to_owned()),
+        "{resources:?}"
+    );
+    assert!(
+        resources.contains(&"test://static-binary".to_owned()),
+        "{resources:?}"
+    );
+    let templates = names(
+        &alice,
+        "resources/templates/list",
+        "resourceTemplates",
+        "uriTemplate",
+    );
+    assert!(templates.is_empty(), "{templates:?}");
+    assert_eq!(
+        names(
+            &ops,
+            "resources/templates/list",
+            "resourceTemplates",
+            "uriTemplate"
+        ),
+        ["test://template/{id}/data"]
+    );
+
+    let requests = [
+        ("prompts/get", json!({"name": "test_simple_prompt"})),
+        ("resources/read", json!({"uri": "test://static-text"})),
+        ("resources/read", json!({"uri": "test://template/7/data"})),
+        (
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "test_simple_prompt"}, "argument": {"name": "a", "value": ""}}),
+        ),
+        (
+            "completion/complete",
+            json!({"ref": {"type": "ref/resource", "uri": "test://template/{id}/data"}, "argument": {"name": "id", "value": ""}}),
+        ),
+    ];
+    for (method, params) in requests {
+        let unseen = alice.rpc(method, params.clone(), no_caps());
+        let unknown = missing.rpc(method, params.clone(), no_caps());
+        assert_eq!(error(&unseen), error(&unknown), "{method} {params}");
+        let allowed = ops.rpc(method, params.clone(), no_caps());
+        assert!(
+            allowed.get("error").is_none_or(|e| e["code"] != -31403),
+            "{method}: {allowed}"
+        );
+        if method != "completion/complete" || params["ref"]["type"] == "ref/resource" {
+            assert!(
+                allowed.get("result").is_some(),
+                "{method} {params}: {allowed}"
+            );
+        }
+    }
+    let listed = alice.rpc("resources/list", json!({}), no_caps());
+    assert_eq!(complete(&listed)["cacheScope"], "private", "{listed}");
+}
+
+#[test]
+fn sessions_of_2025_clients_obey_the_same_rules() {
+    let host = start(Some(LIST_ALL));
+    let alice = host.http();
+    let session = alice.open_session(json!({}));
+    let listed = session.rpc("tools/list", json!({}));
+    let tools: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(tools.contains(&"deploy"), "{listed}");
+    let (_, reply) = session.request(
+        "tools/call",
+        json!({"name": "deploy", "arguments": {"service": "api", "environment": "staging"}}),
+    );
+    assert_eq!(reply.status, 403, "{}", reply.text());
+    assert!(
+        reply
+            .header("www-authenticate")
+            .is_some_and(|c| c.contains("scope=\"deploy:write\"")),
+        "{:?}",
+        reply.headers
+    );
+    let ops = host.http_as(OPS_STRONG);
+    let session = ops.open_session(json!({}));
+    let called = session.rpc(
+        "tools/call",
+        json!({"name": "deploy", "arguments": {"service": "api", "environment": "staging"}}),
+    );
+    assert!(called.get("result").is_some(), "{called}");
+}
+
+#[test]
+fn the_policy_requires_a_floor_and_rules_items_manifests_leave_open() {
+    let host = start(Some(
+        "[default]\ntools = [\"group:readers\"]\n[list]\nallow = [\"anyone\"]\n",
+    ));
+    let alice = host.http();
+    let (_, reply) = alice.send(
+        "tools/call",
+        ToolCall::new("sha256", json!({"text": "a"})).params(),
+    );
+    assert_eq!(reply.status, 403, "{}", reply.text());
+    assert_eq!(reply.header("www-authenticate"), None, "no scope would do");
+    let ops = host.http_as(OPS_STRONG);
+    let hashed = ops.call(&ToolCall::new("sha256", json!({"text": "a"})));
+    assert!(hashed.get("result").is_some(), "{hashed}");
+
+    let floor = start(Some("[require]\nallow = [\"scope:mcp:tools\"]\n"));
+    let ops = floor.http_as(OPS_STRONG);
+    assert!(names(&ops, "tools/list", "tools", "name").is_empty());
+    assert!(names(&ops, "prompts/list", "prompts", "name").is_empty());
+}
+
+#[test]
+fn rules_do_not_apply_on_stdio() {
+    let host = start(Some("[require]\nallow = [\"scope:mcp:tools\"]\n"));
+    let stdio = host.stdio();
+    assert!(stdio.tool_names().contains(&"deploy".to_owned()));
+    let called = stdio.call(&ToolCall::new("sha256", json!({"text": "a"})));
+    assert!(called.get("result").is_some(), "{called}");
+}
+
+#[test]
+fn a_rule_naming_an_item_the_component_does_not_serve_refuses_the_component() {
+    let host = Host::start_with(
+        &["hash"],
+        Setup {
+            manifests: vec![("hash.toml", "[tools.sha512]\nallow = [\"anyone\"]\n")],
+            ..Setup::default()
+        },
+    );
+    assert!(host.http().tool_names().is_empty());
+}
