@@ -84,7 +84,7 @@ impl RoundMethod for ToolCall {
             .registry
             .find(name)
             .ok_or_else(|| RpcError::invalid_params(format!("Unknown tool: {name}")))?;
-        if entry.item().task_support == wit::TaskSupport::Required && !meta.capabilities.tasks {
+        if entry.item().listed.task_support == wit::TaskSupport::Required && !meta.capabilities.tasks {
             return Err(envelope::missing_capability(
                 format!(
                     "Tool '{name}' runs only as a task: declare the {TASKS_EXTENSION} extension \
@@ -139,7 +139,7 @@ impl RoundMethod for ToolCall {
             },
             wit::CallOutcome::InputRequired(input) => Settled::InputRequired(input),
             wit::CallOutcome::ContinueAsTask(_)
-                if self.entry.item().task_support == wit::TaskSupport::Never =>
+                if self.entry.item().listed.task_support == wit::TaskSupport::Never =>
             {
                 Settled::Failed(
                     "it asked to continue as a task, but it lists its task support as `never`"
