@@ -207,8 +207,9 @@ impl ToolEntry {
     /// Runs one round of a call of this tool in a fresh instance.
     ///
     /// `arguments_json` is passed to the guest as is (the protocol layer has
-    /// validated it). Guest `log` and `progress` reports go to `events`, if
-    /// given. JSON texts in the outcome are the guest's, not validated here.
+    /// checked it against the input schema: [`Tool::check_arguments`]).
+    /// Guest `log` and `progress` reports go to `events`, if given. JSON
+    /// texts in the outcome are the guest's, not validated here.
     pub async fn call(
         &self,
         runtime: &Runtime,

@@ -13,6 +13,7 @@
 //! cargo test -p airlock --test protocol
 //! ```
 
+mod arguments;
 mod cancellation;
 mod envelope;
 mod mrtr;
