@@ -299,7 +299,7 @@ async fn loads_in_file_name_order_and_skips_the_wrong_world() {
     let names: Vec<&str> = registry
         .tools()
         .iter()
-        .map(|t| t.item().name.as_str())
+        .map(|t| t.item().listed.name.as_str())
         .collect();
     assert_eq!(names.first(), Some(&"count"));
     assert_eq!(names.last(), Some(&"sha256"));

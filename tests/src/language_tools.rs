@@ -252,8 +252,10 @@ pub fn assert_retries_run_fresh(
 }
 
 /// The plain `sha256` sample of every language: the known SHA-256 test
-/// vectors (one longer than a 64-byte block), and a number refused with an
-/// error result.
+/// vectors (one longer than a 64-byte block); a missing `text`, and a
+/// number, refused by the host for its input schema with an error result
+/// before the tool runs (the tool's own check would say "`text` must be a
+/// string").
 pub fn sha256(client: &dyn McpClient) {
     for (input, digest) in [
         (
@@ -274,10 +276,22 @@ pub fn sha256(client: &dyn McpClient) {
         assert!(!is_error(r), "{response}");
         assert_eq!(text(r), digest, "{response}");
     }
-    let response = client.call(&ToolCall::new("sha256", json!({ "text": 7 })));
-    let r = complete(&response);
-    assert!(is_error(r), "a number is not text: {response}");
-    assert_eq!(text(r), "`text` must be a string", "{response}");
+    for (arguments, violation) in [
+        (json!({}), r#"(root): "text" is a required property"#),
+        (
+            json!({ "text": 7 }),
+            r#"/text: the value is not of type "string""#,
+        ),
+    ] {
+        let response = client.call(&ToolCall::new("sha256", arguments));
+        assert_error_result(
+            &response,
+            &format!(
+                "Tool 'sha256' was not run: its arguments do not match its input schema: \
+                 {violation}"
+            ),
+        );
+    }
 }
 
 /// The flows of the notebook sample (`py_notes`, `js_notes`): a resource,

@@ -2,7 +2,9 @@
 //! a plain call (`sha256` of the `hash` sample), a call to a tool that does
 //! not exist, and a call that runs into its deadline (`spin` of the
 //! `hostile` guest); the series of tools that are renamed (the `renaming`
-//! guest) forgotten; and the metrics listener's own connection limits.
+//! guest) forgotten; no instance made for arguments refused before the guest
+//! runs (the `everything` sample); and the metrics listener's own connection
+//! limits.
 
 use std::collections::BTreeSet;
 use std::io::{ErrorKind, Read, Write};
@@ -11,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use airlock_e2e::hostile::{airlock, answer, assert_limit, call, tools_with};
 use airlock_e2e::http::read_raw_reply;
-use airlock_e2e::mcp::{error_code, no_caps, with_meta};
+use airlock_e2e::mcp::{complete, error_code, is_error, no_caps, text, with_meta};
 use airlock_e2e::{Airlock, Http, HttpServer, McpClient, ToolsDir, wait_until};
 use serde_json::json;
 
@@ -109,6 +111,53 @@ fn calls_move_the_counters_with_bounded_labels() {
         sample(&after, "airlock_mrtr_rounds_count"),
         1.0,
         "one request completed (sha256; the failed spin is no completed flow)"
+    );
+}
+
+/// How many instances were made: the count of the instantiation
+/// histogram (0 before its first sample).
+fn instances_made(url: &str) -> f64 {
+    let name = "airlock_instantiate_duration_seconds_count ";
+    scrape(url)
+        .iter()
+        .find_map(|line| line.strip_prefix(name))
+        .map_or(0.0, |value| value.parse().expect("a number"))
+}
+
+#[test]
+fn arguments_refused_before_the_guest_runs_make_no_instance() {
+    let tools = ToolsDir::with(&["everything"]);
+    let server = Airlock::new(&tools)
+        .with_cache()
+        .args(["--metrics-listen", "127.0.0.1:0"])
+        .start_http();
+    let url = metrics_url(&server);
+    let client = server.client();
+    let before = instances_made(&url);
+
+    for arguments in [json!({}), json!({"name": 7})] {
+        let refused = call(&client, "greet", arguments);
+        let result = complete(&refused);
+        assert!(is_error(result), "{refused}");
+        assert!(
+            text(result).starts_with(
+                "Tool 'greet' was not run: its arguments do not match its input schema: "
+            ),
+            "{refused}"
+        );
+    }
+    let prompt = client.rpc(
+        "prompts/get",
+        json!({"name": "test_prompt_with_arguments", "arguments": {"arg1": "a"}}),
+        no_caps(),
+    );
+    assert_eq!(error_code(&prompt), -32602, "{prompt}");
+    assert_eq!(instances_made(&url), before, "nothing was instantiated");
+
+    answer(&call(&client, "greet", json!({"name": "Ada"})));
+    assert!(
+        instances_made(&url) > before,
+        "a call that runs makes an instance"
     );
 }
 

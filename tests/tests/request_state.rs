@@ -185,11 +185,19 @@ fn tokens_are_bound_to_the_arguments() {
     let mut extra = extra.responses(yes()).state(state.as_str());
     extra.arguments = json!({"action": "restart api", "force": true});
     assert_state_rejected(&client.call(&extra));
+    // No arguments at all do not match the input schema: an error result
+    // saying so, given before the state is even opened.
     let mut empty = confirm_call("restart api")
         .responses(yes())
         .state(state.as_str());
     empty.arguments = json!({});
-    assert_state_rejected(&client.call(&empty));
+    let refused = client.call(&empty);
+    let result = complete(&refused);
+    assert!(is_error(result), "{refused}");
+    assert!(
+        text(result).contains(r#"(root): "action" is a required property"#),
+        "{refused}"
+    );
     assert_accepted(&second_round(&client, "restart api", &state), "restart api");
 }
 

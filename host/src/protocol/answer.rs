@@ -140,6 +140,12 @@ impl Complete {
     }
 }
 
+impl From<RpcError> for Answer {
+    fn from(error: RpcError) -> Answer {
+        Answer::Error(error)
+    }
+}
+
 impl Answer {
     /// A complete result whose members are `result` (which must serialize
     /// as a JSON object).

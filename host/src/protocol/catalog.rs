@@ -48,7 +48,7 @@ impl Catalog {
         let mut tools = Vec::with_capacity(registry.tools().len());
         let mut param_headers = HashMap::new();
         for entry in registry.tools() {
-            let tool = entry.item();
+            let tool = &entry.item().listed;
             tools.push(encode(&wire::tool(tool)?)?);
             let schema: Value = serde_json::from_str(&tool.input_schema)?;
             match param_headers::annotations(&schema) {

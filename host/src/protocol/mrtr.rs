@@ -63,14 +63,18 @@ pub(super) trait RoundMethod: Sized + Send + Sync {
     type Outcome: Send;
 
     /// Reads the request's own parameters and finds what serves `name`;
-    /// refuses a client that lacks what the target requires (`meta`).
+    /// refuses a client that lacks what the target requires (`meta`), and
+    /// arguments the target does not accept. A refusal is the answer the
+    /// request gets instead of a round: an error, or for a tool whose
+    /// arguments do not match its input schema, an `isError` result the
+    /// model can read. Nothing runs before it.
     fn prepare(
         catalog: &Catalog,
         name: &str,
         request: &Request,
         meta: &RequestMeta,
         headers: Option<&MirroredHeaders<'_>>,
-    ) -> Result<Self, RpcError>;
+    ) -> Result<Self, Answer>;
 
     /// The arguments of `request` the state is bound to (`null` for none:
     /// the same as `{}`).
@@ -165,7 +169,11 @@ pub(super) async fn run_round<M: RoundMethod>(
 ) -> Result<Answer, RpcError> {
     let name = required_str(&request.params, M::NAMED_BY)?;
     envelope::check_name_header(context.headers.as_ref(), name)?;
-    let method = M::prepare(catalog, name, request, meta, context.headers.as_ref())?;
+    let method = match M::prepare(catalog, name, request, meta, context.headers.as_ref()) {
+        Ok(method) => method,
+        Err(Answer::Error(error)) => return Err(error),
+        Err(refusal) => return Ok(refusal),
+    };
     crate::audit::component(method.source());
     let target = Target {
         kind: M::KIND,

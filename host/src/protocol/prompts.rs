@@ -2,7 +2,8 @@
 //!
 //! Unlike a tool, a prompt has no `isError` result: an unknown prompt, a
 //! missing required argument or arguments the component refuses are -32602,
-//! and a component that fails to run is -32603.
+//! and a component that fails to run is -32603. Arguments that are not
+//! strings, and a missing required one, are refused before anything runs.
 
 use serde_json::Value;
 
@@ -41,14 +42,15 @@ impl RoundMethod for PromptGet {
         request: &Request,
         _meta: &RequestMeta,
         _headers: Option<&MirroredHeaders<'_>>,
-    ) -> Result<Self, RpcError> {
+    ) -> Result<Self, Answer> {
         let members = match request.params.get("arguments") {
             None | Some(Value::Null) => None,
             Some(Value::Object(members)) => Some(members),
             Some(_) => {
                 return Err(RpcError::invalid_params(
                     "Invalid params: arguments must be an object of strings",
-                ));
+                )
+                .into());
             }
         };
         let mut arguments = Vec::with_capacity(members.map_or(0, |m| m.len()));
@@ -56,7 +58,8 @@ impl RoundMethod for PromptGet {
             let Value::String(value) = value else {
                 return Err(RpcError::invalid_params(format!(
                     "Invalid params: argument '{key}' must be a string"
-                )));
+                ))
+                .into());
             };
             arguments.push((key.clone(), value.clone()));
         }
@@ -73,7 +76,8 @@ impl RoundMethod for PromptGet {
             return Err(RpcError::invalid_params(format!(
                 "Invalid params: prompt '{name}' needs argument '{}'",
                 missing.name
-            )));
+            ))
+            .into());
         }
         Ok(PromptGet {
             entry: entry.clone(),

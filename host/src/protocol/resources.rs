@@ -47,7 +47,7 @@ impl RoundMethod for ResourceRead {
         _request: &Request,
         _meta: &RequestMeta,
         _headers: Option<&MirroredHeaders<'_>>,
-    ) -> Result<Self, RpcError> {
+    ) -> Result<Self, Answer> {
         check_uri_length(uri)?;
         let (component, template) = catalog
             .registry

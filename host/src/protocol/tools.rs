@@ -5,6 +5,13 @@
 //! tool that fails to run (trap, timeout, memory, bad or oversized output)
 //! gives a complete result with `isError`, which the model can read; only
 //! protocol problems are JSON-RPC errors.
+//!
+//! Arguments that do not match the tool's input schema are an input
+//! validation error (SEP-1303): an `isError` result naming the first
+//! violations, so that the model can correct its call, given before
+//! anything runs (no instance is made). Every round of a multi-round call
+//! carries the same arguments and is checked again; a task's later rounds
+//! run on the arguments of the call that started it, checked then.
 
 use serde_json::{Value, json};
 
@@ -63,13 +70,14 @@ impl RoundMethod for ToolCall {
         request: &Request,
         meta: &RequestMeta,
         headers: Option<&MirroredHeaders<'_>>,
-    ) -> Result<Self, RpcError> {
+    ) -> Result<Self, Answer> {
         let arguments = match request.params.get("arguments") {
             None | Some(Value::Null | Value::Object(_)) => call_arguments(request),
             Some(_) => {
                 return Err(RpcError::invalid_params(
                     "Invalid params: arguments must be an object",
-                ));
+                )
+                .into());
             }
         };
         if let (Some(annotated), Some(all)) =
@@ -84,14 +92,23 @@ impl RoundMethod for ToolCall {
             .registry
             .find(name)
             .ok_or_else(|| super::access::unknown_tool(name))?;
-        if entry.item().task_support == wit::TaskSupport::Required && !meta.capabilities.tasks {
+        let tool = entry.item();
+        if tool.listed.task_support == wit::TaskSupport::Required && !meta.capabilities.tasks {
             return Err(envelope::missing_capability(
                 format!(
                     "Tool '{name}' runs only as a task: declare the {TASKS_EXTENSION} extension \
                      in _meta clientCapabilities.extensions"
                 ),
                 json!({ "extensions": { TASKS_EXTENSION: {} } }),
-            ));
+            )
+            .into());
+        }
+        if let Err(violations) = tool.check_arguments(arguments) {
+            tracing::debug!(tool = name, %violations, "arguments refused");
+            return Err(error_result(format!(
+                "Tool '{name}' was not run: its arguments do not match its input schema: \
+                 {violations}"
+            )));
         }
         Ok(ToolCall::of(entry.clone()))
     }
@@ -139,7 +156,7 @@ impl RoundMethod for ToolCall {
             },
             wit::CallOutcome::InputRequired(input) => Settled::InputRequired(input),
             wit::CallOutcome::ContinueAsTask(_)
-                if self.entry.item().task_support == wit::TaskSupport::Never =>
+                if self.entry.item().listed.task_support == wit::TaskSupport::Never =>
             {
                 Settled::Failed(
                     "it asked to continue as a task, but it lists its task support as `never`"
@@ -155,17 +172,23 @@ impl RoundMethod for ToolCall {
     }
 
     fn failure(&self, target: Target<'_>, why: String) -> Answer {
-        let result = wit::CallResult {
-            content: vec![wit::ContentBlock::Text(wit::TextContent {
-                text: format!("Tool '{}' failed: {why}", target.name),
-                annotations: None,
-            })],
-            structured_content: None,
-            is_error: true,
-        };
-        match wire::call_result(&result).map(|result| serde_json::to_string(&result)) {
-            Ok(Ok(members)) => Answer::Complete(Complete::new(members).tool_error(true)),
-            _ => Answer::Error(RpcError::internal("cannot encode a failure result")),
-        }
+        error_result(format!("Tool '{}' failed: {why}", target.name))
+    }
+}
+
+/// A complete `isError` result whose one text block is `text`: what the
+/// model reads of a tool that failed, or of a call it must correct.
+fn error_result(text: String) -> Answer {
+    let result = wit::CallResult {
+        content: vec![wit::ContentBlock::Text(wit::TextContent {
+            text,
+            annotations: None,
+        })],
+        structured_content: None,
+        is_error: true,
+    };
+    match wire::call_result(&result).map(|result| serde_json::to_string(&result)) {
+        Ok(Ok(members)) => Answer::Complete(Complete::new(members).tool_error(true)),
+        _ => Answer::Error(RpcError::internal("cannot encode a failure result")),
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use tracing::info;
 
+use super::Tool;
 use super::cache::{CompileCache, Origin};
 use super::validate::{self, ListingLimits};
 use crate::access::Kind;
@@ -21,7 +22,10 @@ pub(crate) struct Component {
     /// either changed since.
     pub(crate) stamp: ComponentStamp,
     pub(crate) checked: CheckedComponent,
-    /// What it serves (validated).
+    /// Its tools (validated), their input schemas compiled.
+    pub(crate) tools: Vec<Arc<Tool>>,
+    /// What else it serves (validated): its prompts, resources and
+    /// templates. Its tools were moved into `tools`.
     pub(crate) listing: Listing,
     /// Whether it was compiled now (and how long that took) or taken from
     /// the cache.
@@ -103,9 +107,9 @@ impl Component {
             .list_component(&pre, Arc::from(path), policy.clone())
             .await
             .map_err(list_failure)?;
-        validate::validate_listing(&listing, &ListingLimits::of(runtime.limits()))?;
-        check_access_rules(&policy, &listing)?;
-        let summary = summary(&listing);
+        let (tools, listing) = checked_listing(runtime, listing)?;
+        check_access_rules(&policy, &tools, &listing)?;
+        let summary = summary(&tools, &listing);
         match origin {
             Origin::Cache => {
                 info!(file = %path.display(), serves = %summary, "loaded component (from cache)")
@@ -120,6 +124,7 @@ impl Component {
             path: path.to_owned(),
             stamp,
             checked,
+            tools,
             listing,
             origin,
         })
@@ -132,26 +137,42 @@ impl Component {
             .relist_component(&self.checked)
             .await
             .map_err(list_failure)?;
-        validate::validate_listing(&listing, &ListingLimits::of(runtime.limits()))?;
+        let (tools, listing) = checked_listing(runtime, listing)?;
         Ok(Component {
             path: self.path.clone(),
             stamp: self.stamp.clone(),
             checked: self.checked.clone(),
+            tools,
             listing,
             origin: self.origin,
         })
     }
 }
 
+/// Validates what a component lists and compiles its tools' input schemas;
+/// returns the tools, and the rest of the listing. The error says what is
+/// wrong with which item.
+pub(super) fn checked_listing(
+    runtime: &Runtime,
+    mut listing: Listing,
+) -> Result<(Vec<Arc<Tool>>, Listing), String> {
+    validate::validate_listing(&listing, &ListingLimits::of(runtime.limits()))?;
+    let tools = std::mem::take(&mut listing.tools)
+        .into_iter()
+        .map(|tool| Tool::compile(tool).map(Arc::new))
+        .collect::<Result<_, _>>()?;
+    Ok((tools, listing))
+}
+
 /// What a component serves, for its log line.
-fn summary(listing: &Listing) -> String {
+fn summary(tools: &[Arc<Tool>], listing: &Listing) -> String {
     let mut parts = Vec::new();
     let names = |kind: &str, names: Vec<&str>| {
         (!names.is_empty()).then(|| format!("{kind} {}", names.join(", ")))
     };
     parts.extend(names(
         "tools",
-        listing.tools.iter().map(|t| t.name.as_str()).collect(),
+        tools.iter().map(|t| t.listed.name.as_str()).collect(),
     ));
     parts.extend(names(
         "prompts",
@@ -184,11 +205,15 @@ fn list_failure(failure: ListError) -> String {
 /// Refuses access rules of the manifest that name an item the component
 /// does not serve (a misspelt name would leave the item to the
 /// component's rule, or to none).
-fn check_access_rules(policy: &Policy, listing: &Listing) -> Result<(), String> {
+fn check_access_rules(
+    policy: &Policy,
+    tools: &[Arc<Tool>],
+    listing: &Listing,
+) -> Result<(), String> {
     policy
         .access
         .check_served(|kind, key| match kind {
-            Kind::Tool => listing.tools.iter().any(|t| t.name == key),
+            Kind::Tool => tools.iter().any(|t| t.listed.name == key),
             Kind::Prompt => listing.prompts.iter().any(|p| p.name == key),
             Kind::Resource => {
                 listing.resources.iter().any(|r| r.uri == key)

@@ -25,6 +25,7 @@
 pub mod cache;
 mod component;
 pub mod footprint;
+pub mod input_schema;
 pub mod listed_size;
 pub mod reload;
 pub mod uri_template;
@@ -40,6 +41,7 @@ use tracing::warn;
 
 use self::cache::CompileCache;
 use self::component::Component;
+use self::input_schema::InputSchema;
 use self::reload::DirectoryStamp;
 use self::uri_template::UriTemplate;
 use crate::runtime::{
@@ -90,13 +92,46 @@ pub struct Relisted {
 }
 
 /// A tool and its component.
-pub type ToolEntry = Served<Arc<wit::Tool>>;
+pub type ToolEntry = Served<Arc<Tool>>;
 /// A prompt and its component.
 pub type PromptEntry = Served<Arc<wit_prompts::Prompt>>;
 /// A resource and its component.
 pub type ResourceEntry = Served<Arc<wit_resources::Resource>>;
 /// A resource template (parsed) and its component.
 pub type TemplateEntry = Served<Template>;
+
+/// A tool as listed, and its input schema compiled (once per version of
+/// its component).
+#[derive(Debug)]
+pub struct Tool {
+    /// As the component listed it.
+    pub listed: wit::Tool,
+    input_schema: InputSchema,
+}
+
+impl Tool {
+    /// Compiles the input schema of `listed` (validated). The error names
+    /// the tool and says why its schema is not a usable JSON Schema.
+    fn compile(listed: wit::Tool) -> Result<Tool, String> {
+        match InputSchema::compile(&listed.input_schema) {
+            Ok(input_schema) => Ok(Tool {
+                listed,
+                input_schema,
+            }),
+            Err(why) => Err(format!(
+                "tool `{}`: its input-schema is not a usable JSON Schema: {why}",
+                listed.name
+            )),
+        }
+    }
+
+    /// Checks a call's arguments (`null`: none) against the tool's input
+    /// schema; the error names the first violations (see
+    /// [`InputSchema::check`]).
+    pub fn check_arguments(&self, arguments: &serde_json::Value) -> Result<(), String> {
+        self.input_schema.check(arguments)
+    }
+}
 
 /// A resource template as listed, and parsed.
 #[derive(Debug, Clone)]
@@ -178,8 +213,9 @@ impl ToolEntry {
     /// Runs one round of a call of this tool in a fresh instance.
     ///
     /// `arguments_json` is passed to the guest as is (the protocol layer has
-    /// validated it). Guest `log` and `progress` reports go to `events`, if
-    /// given. JSON texts in the outcome are the guest's, not validated here.
+    /// checked it against the input schema: [`Tool::check_arguments`]).
+    /// Guest `log` and `progress` reports go to `events`, if given. JSON
+    /// texts in the outcome are the guest's, not validated here.
     pub async fn call(
         &self,
         runtime: &Runtime,
@@ -356,18 +392,18 @@ impl Registry {
             ..Registry::default()
         };
         for component in &components {
-            let listing = &component.listing;
-            for tool in &listing.tools {
-                let key = tool.name.as_str();
+            for tool in &component.tools {
+                let key = tool.listed.name.as_str();
                 insert(
                     &mut registry.tools,
                     &mut registry.tool_index,
                     "tool",
                     key,
-                    Arc::new(tool.clone()),
+                    tool.clone(),
                     component,
                 )?;
             }
+            let listing = &component.listing;
             for prompt in &listing.prompts {
                 let key = prompt.name.as_str();
                 insert(
@@ -576,7 +612,8 @@ pub async fn describe_component(
         "exports: {}",
         component.checked.exported_interfaces().join(", ")
     ));
-    for tool in &listing.tools {
+    for tool in &component.tools {
+        let tool = &tool.listed;
         lines.push(format!("tool {}: {}", tool.name, tool.description));
     }
     for prompt in &listing.prompts {
@@ -683,6 +720,56 @@ mod tests {
         let registry = Registry::load(&runtime(), &dir, None).await.unwrap();
         assert!(registry.tools().is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_tool_whose_input_schema_does_not_compile_refuses_its_component() {
+        use super::component::checked_listing;
+        let tool = |name: &str, input_schema: serde_json::Value| wit::Tool {
+            name: name.into(),
+            title: None,
+            description: "does things".into(),
+            input_schema: input_schema.to_string(),
+            output_schema: None,
+            annotations: None,
+            task_support: wit::TaskSupport::Never,
+        };
+        let listing = |tools| crate::runtime::Listing {
+            tools,
+            ..Default::default()
+        };
+        let good = tool(
+            "good",
+            serde_json::json!({"type": "object", "required": ["a"]}),
+        );
+        let (tools, rest) = checked_listing(&runtime(), listing(vec![good.clone()])).unwrap();
+        assert_eq!(tools.len(), 1);
+        assert!(
+            rest.tools.is_empty(),
+            "the tools are moved out of the listing"
+        );
+        assert!(tools[0].check_arguments(&serde_json::json!({})).is_err());
+        let cases = [
+            (
+                serde_json::json!({"type": "object", "properties": {"a": {"type": "text"}}}),
+                "text",
+            ),
+            (
+                serde_json::json!({"type": "object", "properties": {
+                    "a": {"$ref": "https://example.com/schemas/a.json"}
+                }}),
+                "https://example.com/schemas/a.json",
+            ),
+        ];
+        for (schema, named) in cases {
+            let tools = vec![good.clone(), tool("bad", schema)];
+            let err = checked_listing(&runtime(), listing(tools)).unwrap_err();
+            assert!(
+                err.starts_with("tool `bad`: its input-schema is not a usable JSON Schema: ")
+                    && err.contains(named),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! ```
 
 mod access;
+mod arguments;
 mod cancellation;
 mod envelope;
 mod mrtr;

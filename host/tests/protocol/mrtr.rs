@@ -153,13 +153,13 @@ fn a_request_state_for_other_arguments_is_refused() {
     let state = first_round(&http, "restart api");
     assert_state_rejected(&second_round(&http, "restart db", &state));
     assert_state_rejected(&second_round(&http, "restart api ", &state));
-    for arguments in [json!({"action": "restart api", "force": true}), json!({})] {
-        let mut call = confirm("restart api")
-            .responses(yes())
-            .state(state.as_str());
-        call.arguments = arguments;
-        assert_state_rejected(&http.call(&call));
-    }
+    // Arguments that no longer match the input schema are refused for
+    // that before the state is opened (`arguments.rs`).
+    let mut call = confirm("restart api")
+        .responses(yes())
+        .state(state.as_str());
+    call.arguments = json!({"action": "restart api", "force": true});
+    assert_state_rejected(&http.call(&call));
     assert_confirmed(&second_round(&http, "restart api", &state), "restart api");
 }
 
