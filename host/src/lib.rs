@@ -30,6 +30,7 @@ pub mod sealing;
 pub mod serve;
 pub mod tasks;
 pub mod telemetry;
+mod toml_error;
 pub mod transport;
 pub mod units;
 pub mod untrusted_file;

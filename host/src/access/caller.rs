@@ -4,7 +4,17 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::auth::{ANONYMOUS, STDIO};
+/// The principal of every request when HTTP authentication is off.
+pub const ANONYMOUS: &str = "anonymous";
+
+/// The principal of a stdio connection: whoever started the process.
+pub const STDIO: &str = "stdio";
+
+/// The prefix of every tokens-file principal (`token:<name>`).
+pub const TOKEN_PRINCIPAL_PREFIX: &str = "token:";
+
+/// The prefix of every JWT principal (`jwt:<iss>#<sub>`).
+pub const JWT_PRINCIPAL_PREFIX: &str = "jwt:";
 
 /// Most scopes, and most groups, kept of one caller; the rest are dropped.
 pub const MAX_NAMES: usize = 256;

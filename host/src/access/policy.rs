@@ -175,8 +175,8 @@ impl ServerRules {
 
     /// Parses policy text read from `file`.
     pub fn parse(text: &str, file: &Path) -> Result<ServerRules, String> {
-        let parsed: PolicyFile = toml::from_str(text)
-            .map_err(|err| crate::policy::manifest::toml_error(&err, text, file))?;
+        let parsed: PolicyFile =
+            toml::from_str(text).map_err(|err| crate::toml_error::toml_error(&err, text, file))?;
         Ok(ServerRules {
             require: parsed.require.map(|a| a.allow),
             defaults: parsed.default,

@@ -36,17 +36,7 @@ pub use jwt::{JwtConfig, JwtError, JwtVerifier};
 pub use metadata::ResourceMetadata;
 pub use tokens::TokenTable;
 
-/// The principal of every request when HTTP authentication is off.
-pub const ANONYMOUS: &str = "anonymous";
-
-/// The principal of a stdio connection: whoever started the process.
-pub const STDIO: &str = "stdio";
-
-/// The prefix of every tokens-file principal (`token:<name>`).
-pub const TOKEN_PRINCIPAL_PREFIX: &str = "token:";
-
-/// The prefix of every JWT principal (`jwt:<iss>#<sub>`).
-pub const JWT_PRINCIPAL_PREFIX: &str = "jwt:";
+pub use crate::access::{ANONYMOUS, JWT_PRINCIPAL_PREFIX, STDIO, TOKEN_PRINCIPAL_PREFIX};
 
 /// The token of an `Authorization: Bearer <token>` header value.
 pub fn bearer_token(authorization: Option<&str>) -> Option<&str> {
