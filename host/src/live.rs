@@ -123,7 +123,7 @@ async fn reload(server: &Server, runtime: &Arc<Runtime>, options: &LiveOptions) 
                 registry.resources().len(),
                 registry.templates().len(),
             );
-            crate::audit::reloaded(&current, &registry);
+            crate::audit::reloaded(current.component_files(), registry.component_files());
             match server.replace_registry(registry, &[]) {
                 Ok(()) => tracing::info!(
                     tools = counts.0,

@@ -31,11 +31,6 @@ use serde_json::{Map, Value, json};
 
 pub use self::key::AuditKey;
 pub use self::writer::{Destination, WriterSettings};
-use crate::protocol::answer::Answer;
-use crate::protocol::jsonrpc::Request;
-use crate::registry::Registry;
-use crate::registry::reload::DirectoryStamp;
-use crate::tasks::TaskRecord;
 
 /// Longest client-given string (a name, a URI, a request id) a record
 /// holds, in bytes; longer ones are cut at a character boundary.
@@ -153,10 +148,44 @@ fn audited(method: &str) -> bool {
     )
 }
 
-/// Serves `request` of `principal` with `work` and records how it ended.
-pub async fn request<F>(request: &Request, principal: &str, work: F) -> Answer
+/// A request as its record names it.
+pub struct Requested<'a> {
+    /// Its method.
+    pub method: &'a str,
+    /// Its params (only names, URIs and task ids are written, and a keyed
+    /// digest of the arguments).
+    pub params: &'a Map<String, Value>,
+    /// Its JSON-RPC id.
+    pub id: &'a Value,
+    /// Who sent it.
+    pub principal: &'a str,
+}
+
+/// How a request ended, as its record says it.
+pub trait Settled {
+    /// `complete`, `tool_error`, `input_required`, `task` or `error`.
+    fn outcome(&self) -> &'static str;
+    /// The JSON-RPC error code, if it ended in an error.
+    fn error_code(&self) -> Option<i32>;
+}
+
+/// A task as its record names it.
+pub struct AuditedTask<'a> {
+    /// Its id.
+    pub id: &'a str,
+    /// The principal that owns it.
+    pub owner: &'a str,
+    /// The tool it calls.
+    pub tool: &'a str,
+    /// The rounds it has run.
+    pub round: u32,
+}
+
+/// Serves `request` with `work` and records how it ended.
+pub async fn request<F, A>(request: Requested<'_>, work: F) -> A
 where
-    F: Future<Output = Answer>,
+    F: Future<Output = A>,
+    A: Settled,
 {
     if TRAIL.get().is_none() {
         return work.await;
@@ -166,11 +195,8 @@ where
             let started = Instant::now();
             let answer = work.await;
             let notes = NOTES.with(|notes| notes.take());
-            if audited(&request.method) || notes.refused.is_some() {
-                emit(
-                    "call",
-                    call_fields(request, principal, &answer, notes, started),
-                );
+            if audited(request.method) || notes.refused.is_some() {
+                emit("call", call_fields(&request, &answer, notes, started));
             }
             answer
         })
@@ -179,16 +205,16 @@ where
 
 /// The members of a call's record.
 fn call_fields(
-    request: &Request,
-    principal: &str,
-    answer: &Answer,
+    request: &Requested<'_>,
+    answer: &impl Settled,
     notes: Notes,
     started: Instant,
 ) -> Map<String, Value> {
+    let principal = request.principal;
     let mut fields = Map::new();
     fields.insert("principal".into(), json!(bounded(principal)));
     fields.insert("identity".into(), json!(identity(principal)));
-    fields.insert("method".into(), json!(bounded(&request.method)));
+    fields.insert("method".into(), json!(bounded(request.method)));
     let target = ["name", "uri"]
         .iter()
         .find_map(|member| request.params.get(*member).and_then(Value::as_str));
@@ -198,7 +224,7 @@ fn call_fields(
     if let Some(task) = request.params.get("taskId").and_then(Value::as_str) {
         fields.insert("task".into(), json!(bounded(task)));
     }
-    if matches!(request.method.as_str(), "tools/call" | "prompts/get")
+    if matches!(request.method, "tools/call" | "prompts/get")
         && let Some(trail) = TRAIL.get()
     {
         let arguments = request.params.get("arguments").unwrap_or(&Value::Null);
@@ -216,14 +242,12 @@ fn call_fields(
     if let Some(round) = notes.round {
         fields.insert("round".into(), json!(round));
     }
-    let outcome = match answer {
-        _ if notes.refused.is_some() => "refused",
-        _ if notes.limit.is_some() => "limit",
-        Answer::Complete(complete) if complete.tool_error => "tool_error",
-        Answer::Complete(_) => "complete",
-        Answer::InputRequired(_) => "input_required",
-        Answer::Task(_) => "task",
-        Answer::Error(_) => "error",
+    let outcome = if notes.refused.is_some() {
+        "refused"
+    } else if notes.limit.is_some() {
+        "limit"
+    } else {
+        answer.outcome()
     };
     fields.insert("outcome".into(), json!(outcome));
     if let Some(code) = answer.error_code() {
@@ -243,7 +267,7 @@ fn call_fields(
         "duration_us".into(),
         json!(u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX)),
     );
-    fields.insert("request_id".into(), request_id(&request.id));
+    fields.insert("request_id".into(), request_id(request.id));
     if let Some(trace) = crate::telemetry::current_trace_id() {
         fields.insert("trace_id".into(), json!(trace));
     }
@@ -327,46 +351,47 @@ pub fn unauthenticated(reason: &'static str) {
 /// Records a change of a task: `change` is `created`, `cancelled`,
 /// `handed_back`, or the status a round left it in (`working`,
 /// `input_required`, `completed`, `failed`).
-pub fn task(record: &TaskRecord, change: &'static str) {
+pub fn task(record: AuditedTask<'_>, change: &'static str) {
     if TRAIL.get().is_none() {
         return;
     }
     let mut fields = Map::new();
-    fields.insert("task".into(), json!(record.id));
-    fields.insert("principal".into(), json!(record.owner));
-    fields.insert("identity".into(), json!(identity(&record.owner)));
-    fields.insert("target".into(), json!(record.tool));
+    fields.insert("task".into(), json!(bounded(record.id)));
+    fields.insert("principal".into(), json!(bounded(record.owner)));
+    fields.insert("identity".into(), json!(identity(record.owner)));
+    fields.insert("target".into(), json!(bounded(record.tool)));
     fields.insert("change".into(), json!(change));
     fields.insert("round".into(), json!(record.round));
     emit("task", fields);
 }
 
-/// Remembers the digest of every component file `registry` loaded, for the
-/// records of the calls they serve. Called at start-up.
-pub fn loaded(registry: &Registry) {
+/// Remembers the digest of every component file loaded at start-up (the
+/// registry's files), for the records of the calls they serve.
+pub fn loaded<S>(files: &[(PathBuf, Option<S>)]) {
     let Some(trail) = TRAIL.get() else {
         return;
     };
     let mut digests = trail.digests.lock().unwrap_or_else(PoisonError::into_inner);
-    for (file, _) in files(registry) {
+    for (file, _) in files {
         if let Some(digest) = file_digest(file) {
             digests.insert(file.clone(), digest);
         }
     }
 }
 
-/// Records a reload of the tools directory from `old` to `new`: each
-/// component file added, replaced (with its old and new digest) or removed.
-pub fn reloaded(old: &Registry, new: &Registry) {
+/// Records a reload of the tools directory from the `old` files (with their
+/// stamps) to the `new`: each component file added, replaced (with its old
+/// and new digest) or removed.
+pub fn reloaded<S: PartialEq>(old: &[(PathBuf, Option<S>)], new: &[(PathBuf, Option<S>)]) {
     let Some(trail) = TRAIL.get() else {
         return;
     };
-    let stamps = |registry| {
-        files(registry)
+    fn stamps<S>(files: &[(PathBuf, Option<S>)]) -> BTreeMap<&Path, &Option<S>> {
+        files
             .iter()
             .map(|(file, stamp)| (file.as_path(), stamp))
-            .collect::<BTreeMap<_, _>>()
-    };
+            .collect()
+    }
     let (before, after) = (stamps(old), stamps(new));
     let mut digests = trail.digests.lock().unwrap_or_else(PoisonError::into_inner);
     let (mut added, mut replaced, mut removed) = (Vec::new(), Vec::new(), Vec::new());
@@ -412,14 +437,6 @@ pub fn reload_refused(why: &str) {
     emit("reload", fields);
 }
 
-/// The component files of `registry`, with their stamps.
-fn files(registry: &Registry) -> &[(PathBuf, Option<impl PartialEq>)] {
-    registry
-        .directory()
-        .map(DirectoryStamp::files)
-        .unwrap_or_default()
-}
-
 /// SHA-256 of a file's bytes, in hex, if it can be read.
 fn file_digest(file: &Path) -> Option<String> {
     let bytes = std::fs::read(file).ok()?;
@@ -438,11 +455,11 @@ fn loaded_digest(file: &Path) -> Option<String> {
 /// Where a principal's identity comes from, by its prefix (see
 /// [`crate::auth`]).
 fn identity(principal: &str) -> &'static str {
-    if principal.starts_with(crate::auth::TOKEN_PRINCIPAL_PREFIX) {
+    if principal.starts_with(crate::access::TOKEN_PRINCIPAL_PREFIX) {
         "token"
-    } else if principal.starts_with(crate::auth::JWT_PRINCIPAL_PREFIX) {
+    } else if principal.starts_with(crate::access::JWT_PRINCIPAL_PREFIX) {
         "jwt"
-    } else if principal == crate::auth::STDIO {
+    } else if principal == crate::access::STDIO {
         "stdio"
     } else {
         "anonymous"
@@ -508,46 +525,56 @@ mod tests {
         assert_eq!(request_id(&json!({"a": 1})), json!(r#"{"a":1}"#));
     }
 
-    fn call(method: &str, params: Value) -> Request {
-        let Value::Object(params) = params else {
-            unreachable!()
-        };
-        Request {
-            id: json!("r-1"),
-            method: method.to_owned(),
-            params,
+    /// An ending with the outcome and code given.
+    struct Ended(&'static str, Option<i32>);
+
+    impl Settled for Ended {
+        fn outcome(&self) -> &'static str {
+            self.0
+        }
+        fn error_code(&self) -> Option<i32> {
+            self.1
         }
     }
 
     #[test]
     fn a_calls_record_says_how_it_ended_and_never_what_it_carried() {
-        use crate::protocol::answer::Complete;
-        use crate::protocol::jsonrpc::RpcError;
-        let request = call(
-            "tools/call",
-            json!({"name": "echo", "arguments": {"text": "SECRET"}}),
-        );
+        let Value::Object(params) = json!({"name": "echo", "arguments": {"text": "SECRET"}}) else {
+            unreachable!()
+        };
+        let id = json!("r-1");
+        let request = |principal| Requested {
+            method: "tools/call",
+            params: &params,
+            id: &id,
+            principal,
+        };
         let notes = Notes {
             round: Some(2),
             component: Some(PathBuf::from("/tools/echo.wasm")),
             ..Notes::default()
         };
-        let answer = Answer::Complete(Complete::new(r#"{"content":"SECRET"}"#.into()));
-        let fields = call_fields(&request, "jwt:iss#sub", &answer, notes, Instant::now());
+        let fields = call_fields(
+            &request("jwt:iss#sub"),
+            &Ended("complete", None),
+            notes,
+            Instant::now(),
+        );
         assert_eq!(fields["outcome"], "complete");
         assert_eq!(fields["identity"], "jwt");
         assert_eq!(fields["round"], 2);
         assert_eq!(fields["target"], "echo");
         assert_eq!(fields["component"], "/tools/echo.wasm");
         assert_eq!(fields["request_id"], "r-1");
+        assert!(fields.get("code").is_none());
         assert!(!Value::Object(fields).to_string().contains("SECRET"));
 
         let refused = Notes {
             refused: Some(("quota", "rate-limit".into())),
             ..Notes::default()
         };
-        let answer = Answer::Error(RpcError::quota_exceeded("over"));
-        let fields = call_fields(&request, "anonymous", &answer, refused, Instant::now());
+        let over = Ended("error", Some(-31429));
+        let fields = call_fields(&request("anonymous"), &over, refused, Instant::now());
         assert_eq!(
             (
                 &fields["outcome"],
@@ -567,8 +594,8 @@ mod tests {
             state_refused: Some("forged"),
             ..Notes::default()
         };
-        let answer = Answer::Error(RpcError::invalid_params("bad state"));
-        let fields = call_fields(&request, "stdio", &answer, state, Instant::now());
+        let invalid = Ended("error", Some(-32602));
+        let fields = call_fields(&request("stdio"), &invalid, state, Instant::now());
         assert_eq!(fields["outcome"], "error");
         assert_eq!(fields["state_refused"], "forged");
         assert_eq!(fields["code"], -32602);
@@ -576,7 +603,7 @@ mod tests {
             limit: Some("max-rounds"),
             ..Notes::default()
         };
-        let fields = call_fields(&request, "stdio", &answer, limited, Instant::now());
+        let fields = call_fields(&request("stdio"), &invalid, limited, Instant::now());
         assert_eq!(
             (&fields["outcome"], &fields["limit"]),
             (&json!("limit"), &json!("max-rounds"))

@@ -378,3 +378,19 @@ mod tests {
         assert_eq!(decode(&error)["error"]["code"], -32600);
     }
 }
+
+impl crate::audit::Settled for Answer {
+    fn outcome(&self) -> &'static str {
+        match self {
+            Answer::Complete(complete) if complete.tool_error => "tool_error",
+            Answer::Complete(_) => "complete",
+            Answer::InputRequired(_) => "input_required",
+            Answer::Task(_) => "task",
+            Answer::Error(_) => "error",
+        }
+    }
+
+    fn error_code(&self) -> Option<i32> {
+        Answer::error_code(self)
+    }
+}

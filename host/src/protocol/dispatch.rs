@@ -292,7 +292,13 @@ impl Server {
             session: None,
         };
         let answered = self.answer_untraced(request, context, notifier);
-        let answered = audit::request(request, context.principal, answered);
+        let requested = audit::Requested {
+            method: &request.method,
+            params: &request.params,
+            id: &request.id,
+            principal: context.principal,
+        };
+        let answered = audit::request(requested, answered);
         let answered = crate::logging::in_request_span(&request.id, answered);
         telemetry::serve(incoming, answered, traced_outcome).await
     }

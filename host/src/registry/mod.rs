@@ -40,7 +40,7 @@ use futures_util::StreamExt as _;
 use tracing::warn;
 
 use self::cache::CompileCache;
-use self::component::Component;
+use self::component::{Component, ComponentStamp};
 use self::input_schema::InputSchema;
 use self::reload::DirectoryStamp;
 use self::uri_template::UriTemplate;
@@ -342,6 +342,14 @@ impl Registry {
     /// loaded from one: what a watcher compares the directory with.
     pub fn directory(&self) -> Option<&DirectoryStamp> {
         self.directory.as_ref()
+    }
+
+    /// Each component file of the tools directory as it was read for this
+    /// registry, with its stamp (none for a registry not loaded from one).
+    pub(crate) fn component_files(&self) -> &[(PathBuf, Option<ComponentStamp>)] {
+        self.directory()
+            .map(DirectoryStamp::files)
+            .unwrap_or_default()
     }
 
     /// Lists the component at `path` again (it reported that a list

@@ -320,7 +320,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let runtime = config.sandbox.start(protected_paths(&config))?;
     raise_open_file_limit(runtime.limits());
     let registry = Registry::load(&runtime, &config.tools, config.cache_dir.as_deref()).await?;
-    audit::loaded(&registry);
+    audit::loaded(registry.component_files());
     if registry.tools().is_empty()
         && registry.prompts().is_empty()
         && registry.resources().is_empty()

@@ -315,7 +315,7 @@ impl Tasks {
             match self.replace(&current).await {
                 Ok(true) => {
                     tracing::info!(task = %id, round = current.round + 1, "task round handed back: this host is shutting down");
-                    crate::audit::task(&current, "handed_back");
+                    crate::audit::task(current.audited(), "handed_back");
                     self.announce(id, true).await;
                     return;
                 }
@@ -368,7 +368,7 @@ impl Tasks {
             match self.replace(&next).await {
                 Ok(true) => {
                     tracing::info!(task = %id, status = next.status.as_str(), "task round ended");
-                    crate::audit::task(&next, next.status.as_str());
+                    crate::audit::task(next.audited(), next.status.as_str());
                     self.announce(&id, due).await;
                     return;
                 }

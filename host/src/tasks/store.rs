@@ -133,6 +133,16 @@ pub struct TaskRecord {
 }
 
 impl TaskRecord {
+    /// The task as its audit records name it.
+    pub fn audited(&self) -> crate::audit::AuditedTask<'_> {
+        crate::audit::AuditedTask {
+            id: &self.id,
+            owner: &self.owner,
+            tool: &self.tool,
+            round: self.round,
+        }
+    }
+
     /// The bytes the record costs, for the per-task limit and the store's:
     /// everything a client or a component chose.
     pub fn payload_bytes(&self) -> usize {

@@ -107,7 +107,7 @@ pub(super) async fn create(
         .await
         .map_err(|error| store_error(error, start.owner))?;
     tracing::info!(task = %id, tool = start.tool, principal = start.owner, "task created");
-    crate::audit::task(&record, "created");
+    crate::audit::task(record.audited(), "created");
     metrics::task_created();
     tasks.announce(&id, true).await;
     Ok(Answer::Task(view::created(&record)))
@@ -236,7 +236,7 @@ pub(super) async fn cancel(
             .map_err(|error| store_error(error, principal))?
         {
             tracing::info!(task = %id, tool = %record.tool, "task cancelled");
-            crate::audit::task(&record, "cancelled");
+            crate::audit::task(record.audited(), "cancelled");
             tasks.interrupt(id);
             if let Err(error) = tasks
                 .store()
