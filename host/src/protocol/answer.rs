@@ -322,6 +322,22 @@ impl Serialize for ResultMeta<'_> {
     }
 }
 
+impl crate::audit::Settled for Answer {
+    fn outcome(&self) -> &'static str {
+        match self {
+            Answer::Complete(complete) if complete.tool_error => "tool_error",
+            Answer::Complete(_) => "complete",
+            Answer::InputRequired(_) => "input_required",
+            Answer::Task(_) => "task",
+            Answer::Error(_) => "error",
+        }
+    }
+
+    fn error_code(&self) -> Option<i32> {
+        Answer::error_code(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -376,21 +392,5 @@ mod tests {
         let error = Answer::Error(RpcError::invalid_request("bad")).encode(&json!(1), &info());
         assert_eq!(error.http_status, 400);
         assert_eq!(decode(&error)["error"]["code"], -32600);
-    }
-}
-
-impl crate::audit::Settled for Answer {
-    fn outcome(&self) -> &'static str {
-        match self {
-            Answer::Complete(complete) if complete.tool_error => "tool_error",
-            Answer::Complete(_) => "complete",
-            Answer::InputRequired(_) => "input_required",
-            Answer::Task(_) => "task",
-            Answer::Error(_) => "error",
-        }
-    }
-
-    fn error_code(&self) -> Option<i32> {
-        Answer::error_code(self)
     }
 }
