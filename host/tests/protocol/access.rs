@@ -308,3 +308,54 @@ fn a_rule_naming_an_item_the_component_does_not_serve_refuses_the_component() {
     );
     assert!(host.http().tool_names().is_empty());
 }
+
+#[test]
+fn tasks_follow_the_rule_of_their_tool_for_every_token() {
+    let host = Host::start_with(
+        &["report"],
+        Setup {
+            manifests: vec![(
+                "report.toml",
+                "[tools.build_report]\nallow = [\"scope:deploy:write\"]\n",
+            )],
+            tokens: TOKENS,
+            ..Setup::default()
+        },
+    );
+    let mut caps = no_caps();
+    caps["extensions"] = json!({ "io.modelcontextprotocol/tasks": {} });
+    let report = ToolCall::new(
+        "build_report",
+        json!({"items": ["one", "two", "three", "four"], "sliceSize": 2}),
+    )
+    .caps(caps.clone());
+    let (strong, weak) = (host.http_as(OPS_STRONG), host.http_as(OPS_WEAK));
+
+    let refused = weak.call(&report);
+    assert_eq!(
+        error(&refused)["message"],
+        "Unknown tool: build_report",
+        "{refused}"
+    );
+    let created = strong.call(&report);
+    let id = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task: {created}"))
+        .to_owned();
+    // The same principal with a token that lacks the scope: its task now
+    // reads as unknown, to every tasks method.
+    for method in ["tasks/get", "tasks/cancel"] {
+        let response = weak.rpc(method, json!({ "taskId": id }), caps.clone());
+        assert_eq!(error_code(&response), -32602, "{method}: {response}");
+        assert!(
+            error(&response)["message"]
+                .as_str()
+                .is_some_and(|message| message.contains("unknown taskId")),
+            "{method}: {response}"
+        );
+    }
+    let got = strong.rpc("tasks/get", json!({ "taskId": id }), caps.clone());
+    assert_eq!(complete(&got)["taskId"], id.as_str(), "{got}");
+    let cancelled = strong.rpc("tasks/cancel", json!({ "taskId": id }), caps);
+    assert!(cancelled.get("result").is_some(), "{cancelled}");
+}
