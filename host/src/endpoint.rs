@@ -34,10 +34,11 @@ use axum::http::HeaderMap;
 use serde_json::json;
 
 use crate::access::Caller;
-use crate::legacy::{self, Full, Legacy, Session, Sessions};
+use crate::legacy::{self, Changes, Full, Legacy, Session, Sessions};
 use crate::protocol::envelope::{self, MirroredHeaders};
 use crate::protocol::in_flight::{InFlight, Registered};
 use crate::protocol::jsonrpc::{Incoming, Notification, Request, Response, RpcError};
+use crate::protocol::subscriptions::ListViews;
 use crate::protocol::{Notifier, Reply, RequestContext, Server};
 use crate::telemetry::Via;
 
@@ -272,10 +273,17 @@ impl Endpoint {
         // (stdio spawns it, HTTP polls it after sending the head): a change
         // made once the client may know the stream is open reaches it.
         let changes = self.server.changes();
+        let caller = peer.caller().clone();
+        let views = ListViews::new(|change| self.server.list_view(&caller, change));
         let legacy = self.legacy.clone();
         Outcome::Run(Call::new(Delivery::Stream, move |notifier| async move {
             let _open = open;
             if let Some(out) = notifier {
+                let changes = Changes {
+                    changes,
+                    views,
+                    caller: &caller,
+                };
                 legacy.session_stream(&session, changes, &out).await;
             }
             Reply::none()

@@ -34,7 +34,7 @@ pub use sessions::{Full, Sessions};
 use crate::access::Caller;
 use crate::protocol::envelope::{self, LogLevel};
 use crate::protocol::jsonrpc::{self, Request, RpcError, required_str};
-use crate::protocol::subscriptions::{MAX_RESOURCE_SUBSCRIPTIONS, ServerChange};
+use crate::protocol::subscriptions::{ListViews, MAX_RESOURCE_SUBSCRIPTIONS, ServerChange};
 use crate::protocol::{Notifier, Reply, Server, check_uri_length};
 use crate::telemetry::{self, Outcome, Via};
 
@@ -216,18 +216,18 @@ impl Legacy {
     }
 
     /// Sends a legacy session's client, through `out`, what it should hear
-    /// outside any request: of the server's `changes`, the list changes and
-    /// the updates of the resources it subscribed to. `changes` is taken
-    /// when the stream opens (before its client can know it is open), so
-    /// no change made after that is missed, however late this first runs.
-    /// Runs until the session closes, `out` closes or the server shuts
-    /// down.
-    pub async fn session_stream(
-        &self,
-        session: &Session,
-        mut changes: broadcast::Receiver<ServerChange>,
-        out: &Notifier,
-    ) {
+    /// outside any request: of the server's `changes`, the list changes
+    /// that changed what its caller sees and the updates of the resources
+    /// it subscribed to. `changes` is taken when the stream opens (before
+    /// its client can know it is open), so no change made after that is
+    /// missed, however late this first runs. Runs until the session closes,
+    /// `out` closes or the server shuts down.
+    pub async fn session_stream(&self, session: &Session, changes: Changes<'_>, out: &Notifier) {
+        let Changes {
+            mut changes,
+            mut views,
+            caller,
+        } = changes;
         let mut shutdown = self.server.shutting_down();
         loop {
             let changes: Vec<ServerChange> = tokio::select! {
@@ -248,6 +248,9 @@ impl Legacy {
                 {
                     continue;
                 }
+                if !views.passes(&change, self.server.list_view(caller, &change)) {
+                    continue;
+                }
                 let message = jsonrpc::encode_notification(change.method(), &change.params());
                 if out.send(message).await.is_err() {
                     return;
@@ -255,6 +258,17 @@ impl Legacy {
             }
         }
     }
+}
+
+/// The changes a session stream forwards: the server's, subscribed to
+/// when the stream opened, with what its caller saw of each list then.
+pub struct Changes<'a> {
+    /// The server's changes.
+    pub changes: broadcast::Receiver<ServerChange>,
+    /// What the caller saw of each list when the stream opened.
+    pub views: ListViews,
+    /// Who opened the stream.
+    pub caller: &'a Caller,
 }
 
 /// `resources/subscribe` (`on`) and `resources/unsubscribe`: any URI up to

@@ -10,11 +10,14 @@
 //! ask its authorization server for them and try again. Every refusal goes
 //! through [`refused`].
 
+use std::hash::{DefaultHasher, Hasher};
+
 use serde_json::{Map, Value, json};
 
 use super::catalog::{Catalog, Page, Pages};
 use super::jsonrpc::{RpcError, codes};
 use super::method::Method;
+use super::subscriptions::{ListView, ServerChange};
 use crate::access::{Caller, Decision, Kind, Rule, ServerRules};
 use crate::audit;
 use crate::metrics;
@@ -156,6 +159,37 @@ impl Gate<'_> {
                 unseen,
             )),
         }
+    }
+
+    /// What the caller sees now of the list `change` names (`None` when it
+    /// names no list, or when no access rule exists: everyone sees it all).
+    pub(super) fn view(&self, change: &ServerChange, rules_exist: bool) -> Option<ListView> {
+        let catalog = self.catalog;
+        let lists: Vec<(&Pages, Kind)> = match change {
+            ServerChange::ToolsListChanged => vec![(&catalog.tools, Kind::Tool)],
+            ServerChange::PromptsListChanged => vec![(&catalog.prompts, Kind::Prompt)],
+            ServerChange::ResourcesListChanged => vec![
+                (&catalog.resources, Kind::Resource),
+                (&catalog.templates, Kind::Resource),
+            ],
+            ServerChange::ResourceUpdated(_) => return None,
+        };
+        if !rules_exist {
+            return None;
+        }
+        let (mut whole, mut visible) = (DefaultHasher::new(), DefaultHasher::new());
+        let mut any = false;
+        for (pages, kind) in lists {
+            pages.digest(&mut whole, |_| true);
+            any |= pages.digest(&mut visible, |i| {
+                self.decide(kind, pages.rule(i)) != Decision::Hidden
+            });
+        }
+        Some(ListView {
+            whole: whole.finish(),
+            visible: visible.finish(),
+            any,
+        })
     }
 
     /// The page of `pages` (items of `kind`) the cursor names, of the items

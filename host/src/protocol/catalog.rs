@@ -12,6 +12,7 @@
 //! requests already running keep the one they started with.
 
 use std::collections::HashMap;
+use std::hash::Hasher;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -173,6 +174,20 @@ impl Pages {
     /// The rule of item `index`, if its manifest writes one.
     pub(crate) fn rule(&self, index: usize) -> Option<&Rule> {
         self.rules.get(index).and_then(Option::as_ref)
+    }
+
+    /// Feeds the items `visible` keeps (by index) to `hasher`; says whether
+    /// it kept any.
+    pub(crate) fn digest(&self, hasher: &mut impl Hasher, visible: impl Fn(usize) -> bool) -> bool {
+        let mut any = false;
+        for (i, item) in self.items.iter().enumerate() {
+            if visible(i) {
+                any = true;
+                hasher.write(item.get().as_bytes());
+                hasher.write_u8(0xff);
+            }
+        }
+        any
     }
 
     /// Whether both lists hold the same items in the same order.

@@ -25,10 +25,10 @@ use super::method::{self, Method};
 use super::mrtr::run_round;
 use super::prompts::PromptGet;
 use super::resources::ResourceRead;
-use super::subscriptions::{self, ServerChange, Subscriptions};
+use super::subscriptions::{self, ListView, ServerChange, Subscriptions};
 use super::tasks;
 use super::tools::ToolCall;
-use crate::access::Kind;
+use crate::access::{Caller, Kind};
 use crate::audit;
 use crate::metrics::{self, ErrorType};
 use crate::quotas::{Quotas, Refused};
@@ -124,6 +124,19 @@ impl Server {
             ]
             .iter()
             .any(|pages| pages.has_rules())
+    }
+
+    /// What `caller` sees now of the list `change` names, for telling it
+    /// of list changes only when its view changed (`None`: no list, or no
+    /// access rule anywhere).
+    pub fn list_view(&self, caller: &Caller, change: &ServerChange) -> Option<ListView> {
+        let catalog = self.catalog();
+        let gate = Gate {
+            settings: &self.access,
+            catalog: &catalog,
+            caller,
+        };
+        gate.view(change, self.has_access_rules())
     }
 
     /// The tasks this server runs, if it runs them.
@@ -409,12 +422,14 @@ impl Server {
                     declared: meta.capabilities.tasks,
                     gate,
                 });
+                let view = |change: &ServerChange| self.list_view(context.caller, change);
                 subscriptions::listen(
                     &self.subscriptions,
                     self.shutting_down(),
                     request,
                     notifier,
                     tasks,
+                    &view,
                 )
                 .await
             }

@@ -8,6 +8,7 @@
 //! goes away (the transport drops the request) or the server shuts down
 //! (then it ends with its `SubscriptionsListenResult`).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
@@ -28,6 +29,52 @@ pub const MAX_RESOURCE_SUBSCRIPTIONS: usize = 1000;
 /// How many changes may wait for a slow stream before it is told that it
 /// missed some (it then gets every list-changed notification it asked for).
 const BACKLOG: usize = 256;
+
+/// What one caller sees of one list (of tools, prompts, or resources and
+/// templates), by digest: enough to tell whether a change of the list
+/// changed what that caller sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListView {
+    /// A digest of every item of the list.
+    pub whole: u64,
+    /// A digest of the items the caller may see.
+    pub visible: u64,
+    /// Whether the caller may see any item of it.
+    pub any: bool,
+}
+
+/// What one caller last saw of each list, so that it hears of a list
+/// change only when its own view changed: a listing it may see more or
+/// less of, or (the lists being the same) a change a component reported,
+/// when it sees part of that list. Where no access rule applies, every
+/// change passes.
+#[derive(Debug, Default)]
+pub struct ListViews(HashMap<&'static str, ListView>);
+
+impl ListViews {
+    /// The views of every list as `view` gives them now (`None`: no rule
+    /// applies).
+    pub fn new(view: impl Fn(&ServerChange) -> Option<ListView>) -> ListViews {
+        let views = ServerChange::ALL_LISTS
+            .iter()
+            .filter_map(|change| Some((change.method(), view(change)?)))
+            .collect();
+        ListViews(views)
+    }
+
+    /// Whether the caller should hear of `change`, given its view of the
+    /// list now (`None`: no rule applies, or not a list change); remembers
+    /// that view.
+    pub fn passes(&mut self, change: &ServerChange, now: Option<ListView>) -> bool {
+        let Some(now) = now else {
+            return true;
+        };
+        match self.0.insert(change.method(), now) {
+            Some(before) => before.visible != now.visible || (before.whole == now.whole && now.any),
+            None => true,
+        }
+    }
+}
 
 /// A change listeners may be told about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -226,13 +273,15 @@ pub(crate) fn covers(subscribed: &str, uri: &str) -> bool {
 }
 
 /// Serves one `subscriptions/listen` until the client leaves or the
-/// server shuts down (`shutdown` turns true).
+/// server shuts down (`shutdown` turns true). `view` says what the caller
+/// sees now of a list: it hears of a list change only when that changed.
 pub(super) async fn listen(
     subscriptions: &Subscriptions,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
     request: &Request,
     notifier: Option<&Notifier>,
     tasks: Option<TaskWatch<'_>>,
+    view: &(dyn Fn(&ServerChange) -> Option<ListView> + Send + Sync),
 ) -> Result<Answer, RpcError> {
     let filter = Filter::parse(&request.params)?;
     let tasks = match tasks {
@@ -253,6 +302,7 @@ pub(super) async fn listen(
     // Subscribe before acknowledging, so nothing published after the
     // acknowledgement is missed.
     let mut changes = subscriptions.subscribe();
+    let mut views = ListViews::new(view);
     let mut task_events = tasks.as_ref().map(|watch| watch.tasks.events());
     let tag = json!({ SUBSCRIPTION_ID: request.id });
     let note = |method: &str, mut params: Map<String, Value>| {
@@ -274,14 +324,16 @@ pub(super) async fn listen(
             change = changes.recv() => match change {
                 Ok(change) => filter
                     .wants(&change)
+                    .filter(|_| views.passes(&change, view(&change)))
                     .map(|method| note(method, change.params()))
                     .into_iter()
                     .collect::<Vec<_>>(),
-                // Missed some: say every list it watches may have changed.
+                // Missed some: each list it watches may have changed.
                 Err(broadcast::error::RecvError::Lagged(_)) => ServerChange::ALL_LISTS
                     .iter()
-                    .filter_map(|change| filter.wants(change))
-                    .map(|method| note(method, Map::new()))
+                    .filter(|change| filter.wants(change).is_some())
+                    .filter(|change| views.passes(change, view(change)))
+                    .map(|change| note(change.method(), Map::new()))
                     .collect(),
                 Err(broadcast::error::RecvError::Closed) => break,
             },

@@ -5,12 +5,16 @@
 //! `insufficient_scope` challenge for what it may see).
 
 use airlock_e2e::McpClient;
+use airlock_e2e::http::request_headers;
+use airlock_e2e::legacy::legacy_caps;
 use airlock_e2e::mcp::{
-    ToolCall, complete, elicit, error_code, input_required, no_caps, request_state, text,
+    ToolCall, complete, elicit, error_code, input_required, listen_params, no_caps, request,
+    request_state, text,
 };
+use airlock_e2e::sse::Events;
 use serde_json::{Value, json};
 
-use crate::support::{Host, RESOURCE_METADATA, Setup};
+use crate::support::{Host, Http, RESOURCE_METADATA, Setup, Stream};
 
 /// `ops` with every scope and group the rules below ask for.
 const OPS_STRONG: &str = "ops-strong-token-0123456789";
@@ -358,4 +362,95 @@ fn tasks_follow_the_rule_of_their_tool_for_every_token() {
     assert_eq!(complete(&got)["taskId"], id.as_str(), "{got}");
     let cancelled = strong.rpc("tasks/cancel", json!({ "taskId": id }), caps);
     assert!(cancelled.get("result").is_some(), "{cancelled}");
+}
+
+#[test]
+fn a_session_stream_hears_of_list_changes_only_in_what_its_caller_sees() {
+    let host = Host::start_with(
+        &["everything"],
+        Setup {
+            tokens: TOKENS,
+            access_policy: Some("[default]\ntools = [\"group:writers\"]\n"),
+            ..Setup::default()
+        },
+    );
+    let (strong, weak) = (host.http_as(OPS_STRONG), host.http_as(OPS_WEAK));
+    let writer = strong.open_session(legacy_caps());
+    let reader = weak.open_session(legacy_caps());
+    let mut writer_stream = writer.listen();
+    let mut reader_stream = reader.listen();
+    for trigger in ["test_trigger_tool_change", "test_trigger_prompt_change"] {
+        writer.result("tools/call", json!({"name": trigger, "arguments": {}}));
+    }
+    // The writer may use the tools: it hears of both lists.
+    let mut heard: Vec<Value> = (0..2)
+        .map(|_| writer_stream.expect_event("a list change")["method"].clone())
+        .collect();
+    heard.sort_by_key(Value::to_string);
+    assert_eq!(
+        heard,
+        [
+            "notifications/prompts/list_changed",
+            "notifications/tools/list_changed"
+        ]
+    );
+    // The reader sees no tool, so the first change it hears of is the
+    // prompts'.
+    let first = reader_stream.expect_event("the prompts' change");
+    assert_eq!(
+        first["method"], "notifications/prompts/list_changed",
+        "{first}"
+    );
+}
+
+/// A `subscriptions/listen` stream of `http`'s caller for tool and prompt
+/// list changes, after its acknowledgement.
+fn listen_to_lists(http: &Http) -> Stream {
+    let params = listen_params(json!({"toolsListChanged": true, "promptsListChanged": true}));
+    let headers = request_headers("subscriptions/listen", &params);
+    let body = request(http.next_id(), "subscriptions/listen", params);
+    let mut stream = http
+        .open(&headers, &body)
+        .unwrap_or_else(|reply| panic!("a listen stream, got {}", reply.text()));
+    let ack = stream.expect_event("the acknowledgement");
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    stream
+}
+
+#[test]
+fn a_listen_stream_hears_of_list_changes_only_in_what_its_caller_sees() {
+    let host = Host::start_with(
+        &["everything"],
+        Setup {
+            tokens: TOKENS,
+            access_policy: Some("[default]\ntools = [\"group:writers\"]\n"),
+            ..Setup::default()
+        },
+    );
+    let (strong, weak) = (host.http_as(OPS_STRONG), host.http_as(OPS_WEAK));
+    let mut writer = listen_to_lists(&strong);
+    let mut reader = listen_to_lists(&weak);
+    for trigger in ["test_trigger_tool_change", "test_trigger_prompt_change"] {
+        let called = strong.call(&ToolCall::new(trigger, json!({})));
+        assert!(called.get("result").is_some(), "{called}");
+    }
+    let mut heard: Vec<Value> = (0..2)
+        .map(|_| writer.expect_event("a list change")["method"].clone())
+        .collect();
+    heard.sort_by_key(Value::to_string);
+    assert_eq!(
+        heard,
+        [
+            "notifications/prompts/list_changed",
+            "notifications/tools/list_changed"
+        ]
+    );
+    let first = reader.expect_event("the prompts' change");
+    assert_eq!(
+        first["method"], "notifications/prompts/list_changed",
+        "{first}"
+    );
 }
