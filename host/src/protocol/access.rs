@@ -17,7 +17,6 @@ use serde_json::{Map, Value, json};
 use super::catalog::{Catalog, Page, Pages};
 use super::jsonrpc::{RpcError, codes};
 use super::method::Method;
-use super::subscriptions::{ListView, ServerChange};
 use crate::access::{Caller, Decision, Kind, Rule, ServerRules};
 use crate::audit;
 use crate::metrics;
@@ -30,6 +29,19 @@ pub struct AccessSettings {
     pub rules: ServerRules,
     /// The protected-resource metadata URL, when `--oauth-resource` is set.
     pub resource_metadata: Option<String>,
+}
+
+/// What one caller sees of one list (of tools, prompts, or resources and
+/// templates), by digest: enough to tell whether a change of the list
+/// changed what that caller sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListView {
+    /// A digest of every item of the list.
+    pub whole: u64,
+    /// A digest of the items the caller may see.
+    pub visible: u64,
+    /// Whether the caller may see any item of it.
+    pub any: bool,
 }
 
 /// One caller's view of one catalog.
@@ -161,35 +173,22 @@ impl Gate<'_> {
         }
     }
 
-    /// What the caller sees now of the list `change` names (`None` when it
-    /// names no list, or when no access rule exists: everyone sees it all).
-    pub(super) fn view(&self, change: &ServerChange, rules_exist: bool) -> Option<ListView> {
-        let catalog = self.catalog;
-        let lists: Vec<(&Pages, Kind)> = match change {
-            ServerChange::ToolsListChanged => vec![(&catalog.tools, Kind::Tool)],
-            ServerChange::PromptsListChanged => vec![(&catalog.prompts, Kind::Prompt)],
-            ServerChange::ResourcesListChanged => vec![
-                (&catalog.resources, Kind::Resource),
-                (&catalog.templates, Kind::Resource),
-            ],
-            ServerChange::ResourceUpdated(_) => return None,
-        };
-        if !rules_exist {
-            return None;
-        }
+    /// What the caller sees now of `lists` (items of a kind each), taken
+    /// as one list.
+    pub(super) fn view(&self, lists: &[(&Pages, Kind)]) -> ListView {
         let (mut whole, mut visible) = (DefaultHasher::new(), DefaultHasher::new());
         let mut any = false;
-        for (pages, kind) in lists {
+        for &(pages, kind) in lists {
             pages.digest(&mut whole, |_| true);
             any |= pages.digest(&mut visible, |i| {
                 self.decide(kind, pages.rule(i)) != Decision::Hidden
             });
         }
-        Some(ListView {
+        ListView {
             whole: whole.finish(),
             visible: visible.finish(),
             any,
-        })
+        }
     }
 
     /// The page of `pages` (items of `kind`) the cursor names, of the items

@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 
-use super::access::{AccessSettings, Gate};
+use super::access::{AccessSettings, Gate, ListView};
 use super::answer::{Answer, Reply};
 use super::catalog::{self, Catalog, ListResult, Pages};
 use super::completion;
@@ -25,7 +25,7 @@ use super::method::{self, Method};
 use super::mrtr::run_round;
 use super::prompts::PromptGet;
 use super::resources::ResourceRead;
-use super::subscriptions::{self, ListView, ServerChange, Subscriptions};
+use super::subscriptions::{self, ServerChange, Subscriptions};
 use super::tasks;
 use super::tools::ToolCall;
 use crate::access::{Caller, Kind};
@@ -130,13 +130,25 @@ impl Server {
     /// of list changes only when its view changed (`None`: no list, or no
     /// access rule anywhere).
     pub fn list_view(&self, caller: &Caller, change: &ServerChange) -> Option<ListView> {
+        if !self.has_access_rules() {
+            return None;
+        }
         let catalog = self.catalog();
+        let lists = match change {
+            ServerChange::ToolsListChanged => vec![(&catalog.tools, Kind::Tool)],
+            ServerChange::PromptsListChanged => vec![(&catalog.prompts, Kind::Prompt)],
+            ServerChange::ResourcesListChanged => vec![
+                (&catalog.resources, Kind::Resource),
+                (&catalog.templates, Kind::Resource),
+            ],
+            ServerChange::ResourceUpdated(_) => return None,
+        };
         let gate = Gate {
             settings: &self.access,
             catalog: &catalog,
             caller,
         };
-        gate.view(change, self.has_access_rules())
+        Some(gate.view(&lists))
     }
 
     /// The tasks this server runs, if it runs them.

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
+use super::access::ListView;
 use super::answer::{Answer, Complete};
 use super::context::Notifier;
 use super::jsonrpc::{self, Request, RpcError};
@@ -29,19 +30,6 @@ pub const MAX_RESOURCE_SUBSCRIPTIONS: usize = 1000;
 /// How many changes may wait for a slow stream before it is told that it
 /// missed some (it then gets every list-changed notification it asked for).
 const BACKLOG: usize = 256;
-
-/// What one caller sees of one list (of tools, prompts, or resources and
-/// templates), by digest: enough to tell whether a change of the list
-/// changed what that caller sees.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ListView {
-    /// A digest of every item of the list.
-    pub whole: u64,
-    /// A digest of the items the caller may see.
-    pub visible: u64,
-    /// Whether the caller may see any item of it.
-    pub any: bool,
-}
 
 /// What one caller last saw of each list, so that it hears of a list
 /// change only when its own view changed: a listing it may see more or
