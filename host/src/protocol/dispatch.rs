@@ -428,11 +428,22 @@ impl Server {
                 completion::complete(&self.runtime, request, catalog).await
             }
             Method::SubscriptionsListen => {
+                // Asked at each task change, of the registry served then: a
+                // rule a reload brings applies to a stream already open.
+                let may_use_tool = |tool: &str| {
+                    let catalog = self.catalog();
+                    Gate {
+                        settings: &self.access,
+                        catalog: &catalog,
+                        caller: context.caller,
+                    }
+                    .may_use_tool(tool)
+                };
                 let tasks = self.tasks.as_deref().map(|tasks| subscriptions::TaskWatch {
                     tasks,
                     principal: context.principal,
                     declared: meta.capabilities.tasks,
-                    gate,
+                    may_use_tool: &may_use_tool,
                 });
                 let view = |change: &ServerChange| self.list_view(context.caller, change);
                 subscriptions::listen(

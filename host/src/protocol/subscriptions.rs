@@ -144,9 +144,10 @@ pub struct TaskWatch<'a> {
     pub principal: &'a str,
     /// Whether the listen request declared the tasks extension.
     pub declared: bool,
-    /// What the listener may use: a task is reported only while it may
-    /// use the task's tool.
-    pub(super) gate: super::access::Gate<'a>,
+    /// Whether the listener may use a tool now (by the registry served when
+    /// the task changes): a task is reported only while it may use the
+    /// task's tool.
+    pub may_use_tool: &'a (dyn Fn(&str) -> bool + Send + Sync),
 }
 
 /// What one listen request asked for.
@@ -342,7 +343,7 @@ pub(super) async fn listen(
         };
         if let (Some(id), Some(watch)) = (changed_task, &tasks)
             && let Some(Value::Object(task)) =
-                tasks::notification(watch.tasks, &id, watch.principal, &watch.gate).await
+                tasks::notification(watch.tasks, &id, watch.principal, watch.may_use_tool).await
         {
             messages.push(note("notifications/tasks", task));
         }

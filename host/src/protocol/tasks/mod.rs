@@ -253,15 +253,15 @@ pub(super) async fn cancel(
 }
 
 /// The `notifications/tasks` message for task `id`, if `principal` owns
-/// it, it still exists, and the listener may use its tool (`gate`).
+/// it, it still exists, and the listener may use its tool now.
 pub(super) async fn notification(
     tasks: &Tasks,
     id: &str,
     principal: &str,
-    gate: &Gate<'_>,
+    may_use_tool: &(dyn Fn(&str) -> bool + Send + Sync),
 ) -> Option<Value> {
     let record = tasks.store().get(id).await.ok()??;
-    (record.owner == principal && gate.may_use_tool(&record.tool)).then(|| view::detailed(&record))
+    (record.owner == principal && may_use_tool(&record.tool)).then(|| view::detailed(&record))
 }
 
 /// The task `id` if `principal` owns it and may use its tool now (`gate`);
