@@ -364,27 +364,29 @@ fn tasks_follow_the_rule_of_their_tool_for_every_token() {
     assert!(cancelled.get("result").is_some(), "{cancelled}");
 }
 
-#[test]
-fn a_session_stream_hears_of_list_changes_only_in_what_its_caller_sees() {
-    let host = Host::start_with(
+/// A host serving everything whose tools only the group `writers` may
+/// use (the policy's default), so `OPS_WEAK` sees none of them.
+fn writers_only_host() -> Host {
+    Host::start_with(
         &["everything"],
         Setup {
             tokens: TOKENS,
             access_policy: Some("[default]\ntools = [\"group:writers\"]\n"),
             ..Setup::default()
         },
-    );
-    let (strong, weak) = (host.http_as(OPS_STRONG), host.http_as(OPS_WEAK));
-    let writer = strong.open_session(legacy_caps());
-    let reader = weak.open_session(legacy_caps());
-    let mut writer_stream = writer.listen();
-    let mut reader_stream = reader.listen();
-    for trigger in ["test_trigger_tool_change", "test_trigger_prompt_change"] {
-        writer.result("tools/call", json!({"name": trigger, "arguments": {}}));
-    }
-    // The writer may use the tools: it hears of both lists.
+    )
+}
+
+/// The triggers that report a change of the tools list, then the prompts'.
+const LIST_TRIGGERS: [&str; 2] = ["test_trigger_tool_change", "test_trigger_prompt_change"];
+
+/// After both lists were reported changed: the `writer` (who may use the
+/// tools) hears of both; the `reader` (who sees no tool) hears first of
+/// the prompts'.
+#[track_caller]
+fn assert_each_hears_its_own_view(writer: &mut Stream, reader: &mut Stream) {
     let mut heard: Vec<Value> = (0..2)
-        .map(|_| writer_stream.expect_event("a list change")["method"].clone())
+        .map(|_| writer.expect_event("a list change")["method"].clone())
         .collect();
     heard.sort_by_key(Value::to_string);
     assert_eq!(
@@ -394,13 +396,24 @@ fn a_session_stream_hears_of_list_changes_only_in_what_its_caller_sees() {
             "notifications/tools/list_changed"
         ]
     );
-    // The reader sees no tool, so the first change it hears of is the
-    // prompts'.
-    let first = reader_stream.expect_event("the prompts' change");
+    let first = reader.expect_event("the prompts' change");
     assert_eq!(
         first["method"], "notifications/prompts/list_changed",
         "{first}"
     );
+}
+
+#[test]
+fn a_session_stream_hears_of_list_changes_only_in_what_its_caller_sees() {
+    let host = writers_only_host();
+    let (strong, weak) = (host.http_as(OPS_STRONG), host.http_as(OPS_WEAK));
+    let writer = strong.open_session(legacy_caps());
+    let reader = weak.open_session(legacy_caps());
+    let (mut writer_stream, mut reader_stream) = (writer.listen(), reader.listen());
+    for trigger in LIST_TRIGGERS {
+        writer.result("tools/call", json!({"name": trigger, "arguments": {}}));
+    }
+    assert_each_hears_its_own_view(&mut writer_stream, &mut reader_stream);
 }
 
 /// A `subscriptions/listen` stream of `http`'s caller for tool and prompt
@@ -422,35 +435,12 @@ fn listen_to_lists(http: &Http) -> Stream {
 
 #[test]
 fn a_listen_stream_hears_of_list_changes_only_in_what_its_caller_sees() {
-    let host = Host::start_with(
-        &["everything"],
-        Setup {
-            tokens: TOKENS,
-            access_policy: Some("[default]\ntools = [\"group:writers\"]\n"),
-            ..Setup::default()
-        },
-    );
+    let host = writers_only_host();
     let (strong, weak) = (host.http_as(OPS_STRONG), host.http_as(OPS_WEAK));
-    let mut writer = listen_to_lists(&strong);
-    let mut reader = listen_to_lists(&weak);
-    for trigger in ["test_trigger_tool_change", "test_trigger_prompt_change"] {
+    let (mut writer, mut reader) = (listen_to_lists(&strong), listen_to_lists(&weak));
+    for trigger in LIST_TRIGGERS {
         let called = strong.call(&ToolCall::new(trigger, json!({})));
         assert!(called.get("result").is_some(), "{called}");
     }
-    let mut heard: Vec<Value> = (0..2)
-        .map(|_| writer.expect_event("a list change")["method"].clone())
-        .collect();
-    heard.sort_by_key(Value::to_string);
-    assert_eq!(
-        heard,
-        [
-            "notifications/prompts/list_changed",
-            "notifications/tools/list_changed"
-        ]
-    );
-    let first = reader.expect_event("the prompts' change");
-    assert_eq!(
-        first["method"], "notifications/prompts/list_changed",
-        "{first}"
-    );
+    assert_each_hears_its_own_view(&mut writer, &mut reader);
 }
