@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::paths::{airlock_bin, workspace_root};
-use crate::server::{Airlock, ToolsDir};
+use crate::server::{Airlock, HttpServer, ToolsDir};
 
 /// How long one driver run may take before it is killed (the drivers stop
 /// themselves sooner, so this only catches a hang on the way out).
@@ -89,8 +89,21 @@ pub fn drive(mut driver: Command, transport: Transport, component: &str) -> Valu
             None
         }
     };
+    report(driver, server.as_ref())
+}
+
+/// Runs `driver` against `server`, already running (its URL is given as
+/// `--url`); returns the JSON report it prints last, as [`drive`] does.
+pub fn drive_http(mut driver: Command, server: &HttpServer) -> Value {
+    driver.args(["--url", server.url()]);
+    report(driver, Some(server))
+}
+
+/// Runs `driver` and returns the JSON report it prints last; panics with its
+/// output, and `server`'s log, when it fails.
+fn report(driver: Command, server: Option<&HttpServer>) -> Value {
     let (ok, stdout, stderr) = run(driver);
-    let server_log = server.as_ref().map(|s| s.stderr()).unwrap_or_default();
+    let server_log = server.map(HttpServer::stderr).unwrap_or_default();
     assert!(
         ok,
         "the driver failed; its stderr (a stdio server's log too):\n{stderr}{stdout}\n\

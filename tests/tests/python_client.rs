@@ -19,6 +19,10 @@
 //! declares the extension, claims the `CreateTaskResult` of `tools/call`, and
 //! polls `tasks/get` (answering with `tasks/update`) until the task ends.
 //!
+//! The OAuth test has the SDK's OAuth client authorize against a local
+//! authorization server (`oauth_server.py`, built on the SDK's own
+//! authorization-server routes) and step up on a 403 `insufficient_scope`.
+//!
 //! `tests/clients/python/setup` makes the SDK's virtual environment once per
 //! test binary (it is cached across runs).
 
@@ -26,7 +30,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use airlock_e2e::daemon::{Daemon, free_port};
 use airlock_e2e::sdk_clients::{self, Transport};
+use airlock_e2e::{Airlock, ToolsDir};
 use serde_json::{Value, json};
 
 /// The driver's own limit for the whole run, in seconds.
@@ -336,5 +342,126 @@ mod tasks {
     task_tests! {
         http: Transport::Http;
         stdio: Transport::Stdio;
+    }
+}
+
+/// Sorted words of a space-separated scope.
+fn scopes(scope: &Value) -> Vec<&str> {
+    let mut words: Vec<&str> = scope.as_str().unwrap_or_default().split(' ').collect();
+    words.sort_unstable();
+    words
+}
+
+/// The SDK's OAuth client (`OAuthClientProvider`) against Airlock and a
+/// local authorization server (`oauth_server.py`: the SDK's own
+/// authorization-server routes, issuing ES256 JWTs with a key it makes at
+/// start). Every tool needs `mcp:tools`, `deploy` also `deploy:write`, and
+/// any caller may see what it may not use. The client's first 401 names
+/// `mcp:tools`; it discovers the metadata, registers, authorizes for that
+/// scope, lists the tools and calls `deploy`: a 403 `insufficient_scope`.
+/// It authorizes again for the union of its scopes and the challenged one,
+/// and the retried call runs to its result.
+#[test]
+fn the_sdk_steps_up_to_the_scope_a_403_names_and_the_call_then_succeeds() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (as_port, port) = (free_port(), free_port());
+    let issuer = format!("http://127.0.0.1:{as_port}/");
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let (key, log) = (dir.path().join("as.pem"), dir.path().join("as.jsonl"));
+    let mut command = Command::new(python());
+    command
+        .arg(sdk_clients::client_dir("python").join("oauth_server.py"))
+        .args(["--port", &as_port.to_string(), "--issuer", &issuer])
+        .arg("--public-key")
+        .arg(&key)
+        .arg("--log")
+        .arg(&log);
+    let mut authorization_server = Daemon::spawn(command, "tests/clients/python/setup");
+    authorization_server.wait_for_port(as_port);
+
+    let tools = ToolsDir::with(&["hash", "deploy"]);
+    tools.add_bytes(
+        "deploy.toml",
+        b"[tools.deploy]\nallow = [\"scope:deploy:write\"]\n",
+    );
+    let policy = dir.path().join("access.toml");
+    std::fs::write(
+        &policy,
+        "[require]\nallow = [\"scope:mcp:tools\"]\n[list]\nallow = [\"authenticated\"]\n",
+    )
+    .unwrap();
+    let server = Airlock::new(&tools)
+        .listen(&format!("127.0.0.1:{port}"))
+        .args(["--oauth-resource", &resource])
+        .args(["--oauth-authorization-server", &issuer])
+        .args(["--oauth-scope", "mcp:tools"])
+        .arg("--jwt-key-file")
+        .arg(&key)
+        .arg("--access-policy")
+        .arg(&policy)
+        .start_http();
+
+    let mut driver = Command::new(python());
+    driver
+        .arg(sdk_clients::client_dir("python").join("drive.py"))
+        .args(["--mode", "auto", "--flow", "deploy", "--oauth"])
+        .args(["--timeout", DRIVER_TIMEOUT_SECS]);
+    let report = sdk_clients::drive_http(driver, &server);
+
+    assert_eq!(
+        report["tools"],
+        json!(["confirm", "deploy", "sha256"]),
+        "{report:#}"
+    );
+    let asked: Vec<Vec<&str>> = report["authorizations"]
+        .as_array()
+        .expect("the authorizations")
+        .iter()
+        .map(|authorization| {
+            assert_eq!(authorization["resource"], resource.as_str(), "{report:#}");
+            scopes(&authorization["scope"])
+        })
+        .collect();
+    assert_eq!(
+        asked,
+        [vec!["mcp:tools"], vec!["deploy:write", "mcp:tools"]],
+        "{report:#}"
+    );
+    // 401 (no token), then the weak token's requests; the call's 403, and
+    // its retry with the stronger token.
+    let statuses = report["statuses"].as_array().expect("the statuses");
+    assert_eq!(statuses.first(), Some(&json!(401)), "{report:#}");
+    let refused = statuses
+        .iter()
+        .position(|status| status == 403)
+        .unwrap_or_else(|| panic!("no 403: {report:#}"));
+    assert_eq!(statuses.get(refused + 1), Some(&json!(200)), "{report:#}");
+    assert_eq!(
+        statuses.iter().filter(|status| **status != 200).count(),
+        2,
+        "{report:#}"
+    );
+    assert_eq!(
+        report["text"], "Deployed billing to production",
+        "{report:#}"
+    );
+
+    // What the authorization server saw and issued.
+    let issued: Vec<Value> = std::fs::read_to_string(&log)
+        .expect("the authorization server's log")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .filter(|entry: &Value| entry["event"] == "token")
+        .collect();
+    let granted: Vec<Vec<&str>> = issued.iter().map(|token| scopes(&token["scope"])).collect();
+    assert_eq!(
+        granted,
+        [vec!["mcp:tools"], vec!["deploy:write", "mcp:tools"]],
+        "{issued:#?}"
+    );
+    for token in &issued {
+        assert_eq!(token["claims"]["iss"], issuer.as_str(), "{token:#}");
+        assert_eq!(token["claims"]["aud"], resource.as_str(), "{token:#}");
+        assert_eq!(token["claims"]["scope"], token["scope"], "{token:#}");
     }
 }

@@ -1,7 +1,7 @@
 """Drives one of Airlock's sample tools to completion with the official MCP Python SDK.
 
 Usage:
-    drive.py --mode auto|legacy --flow FLOW --url http://127.0.0.1:PORT/mcp
+    drive.py --mode auto|legacy --flow FLOW --url http://127.0.0.1:PORT/mcp [--oauth]
     drive.py --mode auto|legacy --flow FLOW --stdio -- AIRLOCK serve --tools DIR --stdio --no-cache
 
 `--mode auto` is the SDK's default negotiation (`server/discover`, falling back to
@@ -14,6 +14,14 @@ The `task-*` flows declare the tasks extension (`tasks_extension.py`): their
 tool call becomes a task, which the extension polls to its result, answering
 its input requests through the same callbacks.
 
+With `--oauth` the client authorizes with the SDK's OAuth client (`OAuthClientProvider`): on a 401
+it discovers the protected-resource and authorization server metadata, registers, and runs the
+authorization code flow with PKCE; on a 403 `insufficient_scope` it authorizes again for the scopes
+the challenge names. The driver plays the user's browser: its redirect handler follows the
+authorization URL to the redirect it answers with, and hands the code to the callback handler. The
+report then also lists the scopes of each authorization request and the status of every HTTP
+response of the MCP endpoint.
+
 On success prints one JSON line: the negotiated protocol version, how it was
 negotiated, every callback invocation (what was asked, what was answered), for
 the task flows every step of the task, and the final tool result. On any
@@ -24,17 +32,26 @@ and exits 1; exits 2 on bad arguments.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
+from urllib.parse import parse_qs, urlparse
+
 import anyio
+import httpx2
 import mcp_types as types
 from mcp import Client
 from mcp.client import ClientRequestContext
+from mcp.client.auth import OAuthClientProvider
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from pydantic import AnyUrl
 from tasks_extension import TasksExtension
 
 FLOWS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -112,6 +129,57 @@ class Answers:
         return types.ListRootsResult(roots=ROOTS)
 
 
+REDIRECT_URI = "http://127.0.0.1/callback"
+"""The OAuth client's redirect URI; the driver reads the redirect instead of following it."""
+
+
+@dataclass
+class Browser:
+    """The OAuth client's user agent: approves each authorization request and records it."""
+
+    log: list[dict[str, Any]] = field(default_factory=list)
+    pending: AuthorizationCodeResult | None = None
+
+    async def redirect(self, authorization_url: str) -> None:
+        """Visits the authorization URL and keeps the code of the redirect back to the client."""
+        asked = parse_qs(urlparse(authorization_url).query)
+        async with httpx2.AsyncClient(follow_redirects=False) as http:
+            response = await http.get(authorization_url)
+        location = response.headers.get("location", "")
+        if response.status_code not in (302, 303) or not location.startswith(REDIRECT_URI):
+            raise RuntimeError(f"authorization was not approved ({response.status_code}): {response.text}")
+        answer = {name: values[0] for name, values in parse_qs(urlparse(location).query).items()}
+        self.log.append({"scope": asked.get("scope", [None])[0], "resource": asked.get("resource", [None])[0]})
+        self.pending = AuthorizationCodeResult(code=answer["code"], state=answer.get("state"), iss=answer.get("iss"))
+
+    async def callback(self) -> AuthorizationCodeResult:
+        """Hands the code of the last redirect to the OAuth client."""
+        if self.pending is None:
+            raise RuntimeError("the callback came before any redirect")
+        result, self.pending = self.pending, None
+        return result
+
+
+@dataclass
+class MemoryStorage:
+    """Keeps the OAuth client's registration and tokens for the run."""
+
+    tokens: OAuthToken | None = None
+    client_info: OAuthClientInformationFull | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client_info
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client_info = client_info
+
+
 class FlowFailed(Exception):
     """The flow ended, but not with a successful result."""
 
@@ -121,6 +189,27 @@ async def drive(args: argparse.Namespace, server: str | StdioServerParameters) -
     tool, arguments = FLOWS[args.flow]
     answers = Answers()
     tasks = TasksExtension() if args.flow in TASK_FLOWS else None
+    browser, statuses = Browser(), []
+    http = None
+    if args.oauth:
+        endpoint = server
+
+        async def record(response: httpx2.Response) -> None:
+            if str(response.request.url) == endpoint:
+                statuses.append(response.status_code)
+
+        auth = OAuthClientProvider(
+            server_url=endpoint,
+            client_metadata=OAuthClientMetadata(
+                client_name="airlock-e2e-python", redirect_uris=[AnyUrl(REDIRECT_URI)], token_endpoint_auth_method="none"
+            ),
+            storage=MemoryStorage(),
+            redirect_handler=browser.redirect,
+            callback_handler=browser.callback,
+        )
+        http = create_mcp_http_client(auth=auth)
+        http.event_hooks["response"].append(record)
+        server = streamable_http_client(server, http_client=http)
     client = Client(
         server,
         mode=args.mode,
@@ -131,7 +220,7 @@ async def drive(args: argparse.Namespace, server: str | StdioServerParameters) -
         extensions=[tasks] if tasks else None,
         client_info=types.Implementation(name="airlock-e2e-python", version="1.0.0"),
     )
-    async with client:
+    async with http if http is not None else contextlib.nullcontext(), client:
         session = client.session
         negotiated = {
             "protocolVersion": client.protocol_version,
@@ -148,7 +237,10 @@ async def drive(args: argparse.Namespace, server: str | StdioServerParameters) -
         "mode": args.mode,
         "flow": args.flow,
         **negotiated,
+        "tools": sorted(t.name for t in listed.tools),
         "callbacks": answers.log,
+        "authorizations": browser.log,
+        "statuses": statuses,
         "task": tasks.log if tasks else None,
         "text": text,
         "structuredContent": result.structured_content,
@@ -168,6 +260,7 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, str | StdioServerPa
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--url", help="the Streamable HTTP endpoint")
     target.add_argument("--stdio", action="store_true", help="launch the command after `--` and talk over stdio")
+    parser.add_argument("--oauth", action="store_true", help="authorize with OAuth (HTTP only)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds for the whole run (default 60)")
     args = parser.parse_args(argv)
     if args.stdio:
@@ -176,6 +269,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, str | StdioServerPa
         return args, StdioServerParameters(command=command[0], args=command[1:], env={"NO_COLOR": "1"})
     if command:
         parser.error("a command after `--` goes with --stdio only")
+    if args.oauth and args.stdio:
+        parser.error("--oauth goes with --url only")
     return args, args.url
 
 
