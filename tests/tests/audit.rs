@@ -196,6 +196,19 @@ fn a_run_leaves_a_whole_trail_with_no_argument_or_result() {
     assert!(whole, "{report}");
     assert!(report.contains("whole"), "{report}");
 
+    // Given newest first, the newer files go on from older ones given after
+    // them: a break, not a new chain.
+    let newest_first: Vec<PathBuf> = files.iter().rev().cloned().collect();
+    let (whole, report) = verify(&keys, &newest_first);
+    assert!(!whole, "{report}");
+    assert!(
+        report.contains(&format!(
+            "{}:1: out of order: it goes on from",
+            newest_first[0].display()
+        )),
+        "{report}"
+    );
+
     // A line removed from the middle is a break, with its file and line.
     let middle = files.last().unwrap();
     let text = std::fs::read_to_string(middle).unwrap();

@@ -4,7 +4,9 @@
 //! names them: `audit.jsonl.2 audit.jsonl.1 audit.jsonl`), as one stream of
 //! records per host. Each record must hash to its `hash`
 //! ([`record_hash`]), follow the last record of its host by `seq` and link
-//! to it by `prev`; each checkpoint must carry the audit key's signature of
+//! to it by `prev`, and no record may link to one given after it (files
+//! given out of order, whose older chain would otherwise pass for a new
+//! one); each checkpoint must carry the audit key's signature of
 //! the head. A chain may start (`seq` 0 after [`GENESIS`]) anywhere, and the
 //! first record seen of a host may go on from a file not given (rotation
 //! deletes the oldest). A `gap` record is an honest gap: the writer lost
@@ -39,6 +41,14 @@ pub enum Break {
         /// The `seq` found.
         found: u64,
     },
+    /// The record links (`prev`) to a record given after it: the files
+    /// were given out of order (the oldest comes first) or records moved.
+    LinksForward {
+        /// The file of the record it links to.
+        file: String,
+        /// Its 1-based line.
+        line: usize,
+    },
     /// The right `seq`, but `prev` is not the hash of the record before.
     PrevMismatch,
     /// A checkpoint whose signature is not the audit key's.
@@ -57,6 +67,10 @@ impl fmt::Display for Break {
             Break::OutOfOrder { expected, found } => write!(
                 f,
                 "out of order: seq {found} where {expected} should come (records were moved)"
+            ),
+            Break::LinksForward { file, line } => write!(
+                f,
+                "out of order: it goes on from {file}:{line}, given after it (give the files oldest first)"
             ),
             Break::PrevMismatch => write!(
                 f,
@@ -97,7 +111,7 @@ pub struct HostReport {
     pub starts_here: bool,
     /// Where a new chain of it starts after records of an earlier one (file
     /// and line): a run whose trail could not be continued (standard
-    /// output, a lost file), or files given out of order.
+    /// output, a lost file).
     pub restarts: Vec<(String, usize)>,
 }
 
@@ -190,6 +204,24 @@ pub fn verify<'a>(
             .get(&(host, seq))
             .is_some_and(|found| found.iter().any(|&p| p > at))
     };
+    // Where each record is by its hash, to tell a record whose predecessor
+    // is given after it (a chain links across hosts too: a restarted
+    // process goes on from the chain its file holds).
+    let mut by_hash: BTreeMap<&str, usize> = BTreeMap::new();
+    for (at, (_, _, parsed)) in lines.iter().enumerate() {
+        if let Some(record) = parsed {
+            by_hash.entry(record.hash.as_str()).or_insert(at);
+        }
+    }
+    let given_later = |prev: &str, at: usize| {
+        by_hash
+            .get(prev)
+            .filter(|&&p| p > at)
+            .map(|&p| Break::LinksForward {
+                file: lines[p].0.to_owned(),
+                line: lines[p].1,
+            })
+    };
     let mut report = Report::default();
     let mut heads: BTreeMap<&str, (u64, &str)> = BTreeMap::new();
     for (at, (file, line, parsed)) in lines.iter().enumerate() {
@@ -244,6 +276,7 @@ pub fn verify<'a>(
                 Some(_) => None,
             }
         };
+        let why = why.or_else(|| given_later(&record.prev, at));
         let event = members.get("event").and_then(Value::as_str);
         let why = why.or_else(|| match (event, key) {
             (Some("checkpoint"), Some(key)) if !checkpoint_signed(key, members) => {
@@ -447,13 +480,51 @@ mod tests {
         let report = verify([("a.1", old.as_str()), ("a", new.as_str())], Some(&key()));
         assert!(report.whole(), "{report}");
         assert!(report.hosts["h"].starts_here);
-        // Out of order, the older file's chain seems to start again.
-        let swapped = verify([("a", new.as_str()), ("a.1", old.as_str())], Some(&key()));
-        assert_eq!(swapped.hosts["h"].restarts, vec![("a.1".to_owned(), 1)]);
-        assert!(swapped.to_string().contains("a new chain starts at a.1:1"));
         let newest_only = verify([("a", new.as_str())], Some(&key()));
         assert!(newest_only.whole(), "{newest_only}");
         assert!(!newest_only.hosts["h"].starts_here);
+    }
+
+    #[test]
+    fn files_given_out_of_order_break_where_the_newer_goes_on_from_the_older() {
+        let lines = lines(4);
+        let (old, new) = (lines[..3].concat(), lines[3..].concat());
+        let swapped = verify([("a", new.as_str()), ("a.1", old.as_str())], Some(&key()));
+        assert_eq!(
+            swapped.breaks,
+            vec![Found {
+                file: "a".into(),
+                line: 1,
+                why: Break::LinksForward {
+                    file: "a.1".into(),
+                    line: 3
+                }
+            }],
+            "{swapped}"
+        );
+        assert!(
+            swapped
+                .to_string()
+                .contains("a:1: out of order: it goes on from a.1:3"),
+            "{swapped}"
+        );
+    }
+
+    #[test]
+    fn a_new_host_starting_a_new_chain_is_whole_in_any_order() {
+        let first = lines(2).concat();
+        let mut chain = Chain::new("g".into(), Head::genesis());
+        let mut members = Map::new();
+        members.insert("event".into(), json!("start"));
+        let second = chain.link(members);
+        for files in [
+            [("a", first.as_str()), ("b", second.as_str())],
+            [("b", second.as_str()), ("a", first.as_str())],
+        ] {
+            let report = verify(files, Some(&key()));
+            assert!(report.whole(), "{report}");
+            assert!(report.hosts["g"].starts_here && report.hosts["h"].starts_here);
+        }
     }
 
     #[test]
