@@ -4,7 +4,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -256,11 +256,25 @@ impl Airlock {
 
     /// Starts an HTTP server on a free port and waits for its `listening on` line.
     pub fn start_http(&self) -> HttpServer {
-        let mut cmd = self.command(false);
-        cmd.stdin(Stdio::null()).stdout(Stdio::piped());
-        let mut proc = Proc::spawn(cmd, self.tools.clone());
+        let mut proc = self.spawn_http();
         let url = proc.wait_for_listening(self.start_timeout);
         HttpServer { proc, url }
+    }
+
+    /// Starts an HTTP server as [`Airlock::start_http`] does, but hands over
+    /// its standard output instead of draining it: nobody reads it until the
+    /// caller does (e.g. `--audit-stdout` to a stalled log collector).
+    pub fn start_http_keeping_stdout(&self) -> (HttpServer, ChildStdout) {
+        let mut proc = self.spawn_http();
+        let stdout = proc.take_stdout().expect("stdout is piped");
+        let url = proc.wait_for_listening(self.start_timeout);
+        (HttpServer { proc, url }, stdout)
+    }
+
+    fn spawn_http(&self) -> Proc {
+        let mut cmd = self.command(false);
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped());
+        Proc::spawn(cmd, self.tools.clone())
     }
 
     /// Starts a stdio server.

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use airlock_e2e::legacy::{Endpoint, legacy_caps};
 use airlock_e2e::mcp::{ToolCall, all_caps, complete, text};
-use airlock_e2e::{Airlock, McpClient, OtlpReceiver, ToolsDir, run_airlock, wait_until};
+use airlock_e2e::{
+    Airlock, HttpServer, McpClient, OtlpReceiver, ToolsDir, run_airlock, wait_until,
+};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -301,4 +303,78 @@ fn audit_records_log_lines_and_spans_share_the_trace_id() {
         .find(|line| line["fields"]["message"] == "round")
         .expect("the round's log line");
     assert_eq!(round["span"]["trace_id"], json!(span.trace_id), "{round}");
+}
+
+/// The value of `airlock_audit_dropped_total` of a server started with
+/// `--metrics-listen`.
+fn audit_dropped(server: &HttpServer) -> u64 {
+    let text = server.scrape_metrics();
+    let line = text
+        .lines()
+        .find_map(|line| line.strip_prefix("airlock_audit_dropped_total "))
+        .unwrap_or_else(|| panic!("no airlock_audit_dropped_total in:\n{text}"));
+    line.trim().parse().expect("a count")
+}
+
+#[test]
+fn a_stalled_trail_blocks_no_call_and_says_what_it_lost() {
+    // The trail goes to standard output, a pipe the test does not read yet:
+    // a log collector that stopped reading. Once the pipe is full the writer
+    // waits on it, its queue of 4 fills, and records are lost.
+    let dir = TempDir::new().unwrap();
+    let keys = state_keys(dir.path());
+    let (mut server, stdout) = Airlock::new(&ToolsDir::with(&["hash"]))
+        .args(["--audit-stdout", "--audit-queue", "4"])
+        .args(["--state-keys-file", arg(&keys)])
+        .args(["--metrics-listen", "127.0.0.1:0"])
+        .start_http_keeping_stdout();
+    let client = server.client();
+    let call = |n: usize| {
+        let reply = client.call(&ToolCall::new(
+            "sha256",
+            json!({"text": format!("call {n}")}),
+        ));
+        complete(&reply);
+    };
+    // Every call answers while the trail is stalled (each within the HTTP
+    // client's timeout); a pipe holds at most a few hundred calls' records.
+    let mut calls = 0;
+    while audit_dropped(&server) == 0 {
+        assert!(calls < 20_000, "no record was lost after {calls} calls");
+        for _ in 0..50 {
+            call(calls);
+            calls += 1;
+        }
+    }
+
+    // The collector reads again: the writer moves on and says what it lost.
+    let reader = std::thread::spawn(move || {
+        std::io::read_to_string(stdout).expect("read the trail from stdout")
+    });
+    call(calls);
+    let dropped = audit_dropped(&server);
+    server.terminate();
+    assert!(
+        server.wait_exit(Duration::from_secs(30)).is_some(),
+        "the server stops"
+    );
+    let trail = reader.join().unwrap();
+    let lost: u64 = trail
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).expect("a JSON record"))
+        .filter(|record| record["event"] == "gap")
+        .map(|gap| gap["lost"].as_u64().expect("a gap says how many"))
+        .sum();
+    assert_eq!(
+        lost, dropped,
+        "the gap records account for every record lost"
+    );
+    let file = dir.path().join("stdout.jsonl");
+    std::fs::write(&file, &trail).unwrap();
+    let (whole, report) = verify(&keys, &[file]);
+    assert!(whole, "{report}");
+    assert!(
+        report.contains(&format!("{dropped} records lost (gap records)")),
+        "{report}"
+    );
 }
