@@ -61,9 +61,15 @@ fn jwt_with(scope: &str) -> String {
 /// A server taking HS256 JWTs for `RESOURCE`, with `policy` as its access
 /// policy.
 fn jwt_server(files: &Files, policy: &str) -> HttpServer {
+    jwt_server_with(files, policy, &[])
+}
+
+/// [`jwt_server`] with more options.
+fn jwt_server_with(files: &Files, policy: &str, options: &[&str]) -> HttpServer {
     let secret = files.write("hs256.secret", SECRET);
     let policy = files.write("access.toml", policy.as_bytes());
     Airlock::new(&tools())
+        .args(options)
         .args(["--oauth-resource", RESOURCE])
         .args(["--oauth-authorization-server", ISSUER])
         .args(["--jwt-hs256-secret-file", secret.to_str().unwrap()])
@@ -100,6 +106,25 @@ fn a_jwt_lacking_a_scope_gets_the_step_up_challenge_and_a_stronger_one_succeeds(
     // The client asks for the scope the challenge named, and retries.
     let strong = server.client_with_token(&jwt_with("mcp:tools deploy:write"));
     let (_, reply) = strong.send("tools/call", deploy().params());
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert!(!is_error(complete(&reply.json())));
+}
+
+#[test]
+fn a_caller_keeps_no_more_scopes_of_a_jwt_than_jwt_max_names() {
+    let files = Files::new();
+    let policy = "[list]\nallow = [\"authenticated\"]\n";
+    // `deploy:write` comes second: with one name kept, it is dropped.
+    let token = jwt_with("mcp:tools deploy:write");
+    let server = jwt_server_with(&files, policy, &["--jwt-max-names", "1"]);
+    let (_, reply) = server
+        .client_with_token(&token)
+        .send("tools/call", deploy().params());
+    assert_eq!(reply.status, 403, "{}", reply.text());
+    let server = jwt_server(&files, policy);
+    let (_, reply) = server
+        .client_with_token(&token)
+        .send("tools/call", deploy().params());
     assert_eq!(reply.status, 200, "{}", reply.text());
     assert!(!is_error(complete(&reply.json())));
 }

@@ -16,17 +16,34 @@ pub const TOKEN_PRINCIPAL_PREFIX: &str = "token:";
 /// The prefix of every JWT principal (`jwt:<iss>#<sub>`).
 pub const JWT_PRINCIPAL_PREFIX: &str = "jwt:";
 
-/// Most scopes, and most groups, kept of one caller; the rest are dropped.
+/// Most scopes, and most groups, one line of the tokens file may give.
 pub const MAX_NAMES: usize = 256;
 
-/// Most JWT claims (besides the registered ones) kept of one caller.
-pub const MAX_CLAIMS: usize = 64;
+/// How much of a JWT's scopes, groups and claims a caller keeps; the rest
+/// is dropped (`--jwt-max-names`, `--jwt-max-claims`,
+/// `--jwt-max-claim-values`, `--jwt-max-claim-bytes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallerLimits {
+    /// Most scopes, and most groups.
+    pub names: usize,
+    /// Most claims besides the registered ones.
+    pub claims: usize,
+    /// Most values of one array claim.
+    pub claim_values: usize,
+    /// Longest scope, group, claim name or claim value, in bytes.
+    pub claim_bytes: usize,
+}
 
-/// Most values kept of one array claim.
-pub const MAX_CLAIM_VALUES: usize = 64;
-
-/// Longest claim name or value kept, in bytes; longer ones are dropped.
-pub const MAX_CLAIM_BYTES: usize = 1024;
+impl Default for CallerLimits {
+    fn default() -> Self {
+        CallerLimits {
+            names: 256,
+            claims: 64,
+            claim_values: 64,
+            claim_bytes: 1024,
+        }
+    }
+}
 
 /// Where a caller's identity came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,45 +98,53 @@ impl Caller {
         Caller::new(STDIO, Source::Stdio)
     }
 
-    /// The same caller with `scopes` (at most [`MAX_NAMES`]).
+    /// The same caller with `scopes` (within the default [`CallerLimits`]).
     pub fn with_scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Caller {
-        add_bounded(&mut self.scopes, scopes);
+        add_bounded(&mut self.scopes, scopes, &CallerLimits::default());
         self
     }
 
-    /// The same caller with `groups` (at most [`MAX_NAMES`]).
+    /// The same caller with `groups` (within the default [`CallerLimits`]).
     pub fn with_groups<S: Into<String>>(mut self, groups: impl IntoIterator<Item = S>) -> Caller {
-        add_bounded(&mut self.groups, groups);
+        add_bounded(&mut self.groups, groups, &CallerLimits::default());
         self
     }
 
     /// The same caller with the JWT claims of `claims` that rules can
     /// match: `scope` (space-separated) and `scp` (array or string) add
     /// scopes, `groups` (array or string) adds groups, and every other claim
-    /// but the registered ones is kept (bounded) for `claim:` conditions.
-    pub fn with_jwt_claims(mut self, claims: &serde_json::Map<String, Value>) -> Caller {
+    /// but the registered ones is kept for `claim:` conditions, all within
+    /// `limits`.
+    pub fn with_jwt_claims(
+        mut self,
+        claims: &serde_json::Map<String, Value>,
+        limits: &CallerLimits,
+    ) -> Caller {
         if let Some(Value::String(scope)) = claims.get("scope") {
-            add_bounded(&mut self.scopes, scope.split_whitespace());
+            add_bounded(&mut self.scopes, scope.split_whitespace(), limits);
         }
         for (name, set) in [("scp", &mut self.scopes), ("groups", &mut self.groups)] {
             match claims.get(name) {
-                Some(Value::String(one)) => add_bounded(set, one.split_whitespace()),
-                Some(Value::Array(many)) => add_bounded(set, many.iter().filter_map(Value::as_str)),
+                Some(Value::String(one)) => add_bounded(set, one.split_whitespace(), limits),
+                Some(Value::Array(many)) => {
+                    add_bounded(set, many.iter().filter_map(Value::as_str), limits)
+                }
                 _ => {}
             }
         }
+        let scalar = |value: &Value| scalar(value).filter(|text| text.len() <= limits.claim_bytes);
         for (name, value) in claims {
-            if self.claims.len() >= MAX_CLAIMS {
+            if self.claims.len() >= limits.claims {
                 break;
             }
-            if REGISTERED.contains(&name.as_str()) || name.len() > MAX_CLAIM_BYTES {
+            if REGISTERED.contains(&name.as_str()) || name.len() > limits.claim_bytes {
                 continue;
             }
             let values: Vec<String> = match value {
                 Value::Array(items) => items
                     .iter()
                     .filter_map(scalar)
-                    .take(MAX_CLAIM_VALUES)
+                    .take(limits.claim_values)
                     .collect(),
                 other => scalar(other).into_iter().collect(),
             };
@@ -151,16 +176,22 @@ fn scalar(value: &Value) -> Option<String> {
         Value::Bool(flag) => flag.to_string(),
         _ => return None,
     };
-    (text.len() <= MAX_CLAIM_BYTES).then_some(text)
+    Some(text)
 }
 
-fn add_bounded<S: Into<String>>(set: &mut BTreeSet<String>, names: impl IntoIterator<Item = S>) {
+/// Adds `names` to `set`, up to `limits.names`, each within
+/// `limits.claim_bytes`.
+fn add_bounded<S: Into<String>>(
+    set: &mut BTreeSet<String>,
+    names: impl IntoIterator<Item = S>,
+    limits: &CallerLimits,
+) {
     for name in names {
-        if set.len() >= MAX_NAMES {
+        if set.len() >= limits.names {
             break;
         }
         let name = name.into();
-        if !name.is_empty() && name.len() <= MAX_CLAIM_BYTES {
+        if !name.is_empty() && name.len() <= limits.claim_bytes {
             set.insert(name);
         }
     }
@@ -181,7 +212,8 @@ mod tests {
         }) else {
             unreachable!()
         };
-        let caller = Caller::new("jwt:https://idp#alice", Source::Jwt).with_jwt_claims(&claims);
+        let caller = Caller::new("jwt:https://idp#alice", Source::Jwt)
+            .with_jwt_claims(&claims, &CallerLimits::default());
         assert_eq!(
             caller.scopes.iter().collect::<Vec<_>>(),
             ["deploy:write", "extra", "mcp:tools"]
@@ -204,14 +236,47 @@ mod tests {
         for i in 0..1000 {
             claims.insert(format!("c{i}"), json!(vec![i; 1000]));
         }
+        let limits = CallerLimits::default();
         claims.insert(
             "long".into(),
-            Value::String("x".repeat(MAX_CLAIM_BYTES + 1)),
+            Value::String("x".repeat(limits.claim_bytes + 1)),
         );
-        let caller = Caller::new("p", Source::Jwt).with_jwt_claims(&claims);
-        assert_eq!(caller.scopes.len(), MAX_NAMES);
-        assert!(caller.claims.len() <= MAX_CLAIMS);
-        assert!(caller.claims.values().all(|v| v.len() <= MAX_CLAIM_VALUES));
+        let caller = Caller::new("p", Source::Jwt).with_jwt_claims(&claims, &limits);
+        assert_eq!(caller.scopes.len(), limits.names);
+        assert_eq!(caller.claims.len(), limits.claims);
+        assert!(
+            caller
+                .claims
+                .values()
+                .all(|v| v.len() == limits.claim_values)
+        );
         assert!(!caller.claims.contains_key("long"));
+    }
+
+    #[test]
+    fn lower_limits_keep_less() {
+        let Value::Object(claims) = json!({
+            "scope": "a b c", "groups": ["g1", "g2", "g3"],
+            "tenant": "acme", "teams": ["t1", "t2", "t3"], "zone": "eu-west",
+            "note": "four", "role": "longer-than-five",
+        }) else {
+            unreachable!()
+        };
+        let limits = CallerLimits {
+            names: 2,
+            claims: 2,
+            claim_values: 2,
+            claim_bytes: 5,
+        };
+        let caller = Caller::new("p", Source::Jwt).with_jwt_claims(&claims, &limits);
+        assert_eq!(caller.scopes.len(), 2);
+        assert_eq!(caller.groups.len(), 2);
+        assert_eq!(caller.claims.len(), 2, "{:?}", caller.claims);
+        assert!(caller.claims.values().all(|v| v.len() <= 2));
+        assert!(!caller.claims.contains_key("role"), "{:?}", caller.claims);
+        let all = Caller::new("p", Source::Jwt).with_jwt_claims(&claims, &CallerLimits::default());
+        assert_eq!(all.scopes.len(), 3);
+        assert_eq!(all.claims["teams"].len(), 3);
+        assert!(all.claims.contains_key("role"));
     }
 }

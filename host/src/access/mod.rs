@@ -18,8 +18,8 @@ mod policy;
 mod rule;
 
 pub use self::caller::{
-    ANONYMOUS, Caller, JWT_PRINCIPAL_PREFIX, MAX_CLAIM_BYTES, MAX_CLAIM_VALUES, MAX_CLAIMS,
-    MAX_NAMES, STDIO, Source, TOKEN_PRINCIPAL_PREFIX,
+    ANONYMOUS, Caller, CallerLimits, JWT_PRINCIPAL_PREFIX, MAX_NAMES, STDIO, Source,
+    TOKEN_PRINCIPAL_PREFIX,
 };
 pub use self::policy::{ComponentRules, Decision, Kind, ServerRules};
 pub use self::rule::{Condition, Rule};

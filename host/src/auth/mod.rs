@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use anyhow::bail;
 
-use crate::access::Caller;
+use crate::access::{Caller, CallerLimits};
 
 pub mod jwt;
 pub mod metadata;
@@ -67,6 +67,8 @@ pub struct AuthSettings {
     pub oauth_authorization_servers: Vec<String>,
     /// Scopes named in the metadata and in 401 challenges.
     pub oauth_scopes: Vec<String>,
+    /// How much of a JWT's scopes, groups and claims its caller keeps.
+    pub jwt_caller_limits: CallerLimits,
 }
 
 impl AuthSettings {
@@ -99,6 +101,7 @@ impl AuthSettings {
             audiences,
             key_files: self.jwt_key_files.clone(),
             hs256_secret_file: self.jwt_hs256_secret_file.clone(),
+            caller_limits: self.jwt_caller_limits,
         }
     }
 }

@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 
+use super::sandbox::saturate;
 use super::values;
+use crate::access::CallerLimits;
 use crate::auth::AuthSettings;
 
 /// HTTP access options of `airlock serve`.
@@ -33,6 +35,23 @@ pub struct AccessOptions {
     /// repeatable.
     #[arg(long = "jwt-key-file", value_name = "FILE")]
     pub jwt_key_files: Vec<PathBuf>,
+    /// Most scopes, and most groups, a JWT's caller keeps; the rest are dropped.
+    #[arg(long, value_name = "N", default_value_t = 256,
+          value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    pub jwt_max_names: u64,
+    /// Most claims (besides the registered ones) a JWT's caller keeps for `claim:` rules; the
+    /// rest are dropped.
+    #[arg(long, value_name = "N", default_value_t = 64,
+          value_parser = clap::value_parser!(u64).range(0..=65_536))]
+    pub jwt_max_claims: u64,
+    /// Most values of one array claim a JWT's caller keeps.
+    #[arg(long, value_name = "N", default_value_t = 64,
+          value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    pub jwt_max_claim_values: u64,
+    /// Longest scope, group, claim name or claim value a JWT's caller keeps; longer ones are
+    /// dropped.
+    #[arg(long, value_name = "SIZE", default_value = "1KiB", value_parser = values::size(1, 1 << 20))]
+    pub jwt_max_claim_bytes: u64,
     /// File holding an HS256 shared secret for JWTs (at least 32 bytes; surrounding whitespace is
     /// ignored).
     #[arg(long, value_name = "FILE")]
@@ -65,6 +84,12 @@ impl AccessOptions {
             oauth_resource: self.oauth_resource.clone(),
             oauth_authorization_servers: self.oauth_authorization_servers.clone(),
             oauth_scopes: self.oauth_scopes.clone(),
+            jwt_caller_limits: CallerLimits {
+                names: saturate(self.jwt_max_names),
+                claims: saturate(self.jwt_max_claims),
+                claim_values: saturate(self.jwt_max_claim_values),
+                claim_bytes: saturate(self.jwt_max_claim_bytes),
+            },
         }
     }
 }

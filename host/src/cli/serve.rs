@@ -16,7 +16,7 @@ use super::telemetry::TraceOptions;
 use super::values;
 use crate::logging::LogFormat;
 use crate::protocol::ProtocolSettings;
-use crate::registry;
+use crate::registry::{self, input_schema::ViolationLimits};
 use crate::runtime::RuntimeLimits;
 use crate::sealing::DEFAULT_REDEMPTION_CAPACITY;
 use crate::serve::{ServeConfig, SingleUseStore, TaskStoreChoice, Transport};
@@ -89,6 +89,14 @@ pub struct ServeOptions {
     #[arg(long, value_name = "N", default_value_t = 32, help_heading = CALLS,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_rounds: u32,
+    /// Most schema violations named in the result of a call refused for its arguments.
+    #[arg(long, value_name = "N", default_value_t = 5, help_heading = CALLS,
+          value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub max_named_violations: u64,
+    /// Most bytes of the violations named in the result of a call refused for its arguments.
+    #[arg(long, value_name = "SIZE", default_value = "1KiB", help_heading = CALLS,
+          value_parser = values::size(64, 1 << 20))]
+    pub max_violation_bytes: u64,
 
     /// How long a requestState stays valid.
     #[arg(long, value_name = "DURATION", default_value = "10m", help_heading = STATE,
@@ -176,6 +184,10 @@ impl ServeOptions {
             sandbox: self.sandbox.settings(limits),
             protocol: ProtocolSettings {
                 max_rounds: self.max_rounds,
+                violations: ViolationLimits {
+                    named: saturate(self.max_named_violations),
+                    bytes: saturate(self.max_violation_bytes),
+                },
                 ..ProtocolSettings::default()
             },
             bridge: self.legacy.bridge(),

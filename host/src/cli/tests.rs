@@ -13,7 +13,9 @@ use std::time::Duration;
 use clap::CommandFactory;
 
 use super::*;
+use crate::access::CallerLimits;
 use crate::legacy::BridgeSettings;
+use crate::registry::input_schema::ViolationLimits;
 use crate::runtime::RuntimeLimits;
 use crate::serve::{ServeConfig, SingleUseStore, Transport};
 use crate::transport::http::ConnectionLimits;
@@ -88,6 +90,8 @@ fn the_defaults_are_the_libraries_defaults() {
     assert_eq!(config.bridge.max_rounds, bridge.max_rounds);
     assert_eq!(config.bridge.answer_timeout, bridge.answer_timeout);
     assert_eq!(config.protocol.max_rounds, 32);
+    assert_eq!(config.protocol.violations, ViolationLimits::default());
+    assert_eq!(config.auth.jwt_caller_limits, CallerLimits::default());
     assert_eq!(
         config.transport,
         Transport::Http("127.0.0.1:8080".parse().unwrap())

@@ -8,6 +8,7 @@ use tokio::sync::mpsc;
 
 use super::envelope::MirroredHeaders;
 use crate::access::Caller;
+use crate::registry::input_schema::ViolationLimits;
 use crate::runtime::Runtime;
 use crate::sealing::StateSealer;
 use crate::tasks::Tasks;
@@ -41,6 +42,8 @@ pub struct ProtocolSettings {
     pub page_size: usize,
     /// Optional `instructions` in `server/discover` (and `initialize`).
     pub instructions: Option<String>,
+    /// How much a call refused for its arguments says of the violations.
+    pub violations: ViolationLimits,
 }
 
 impl Default for ProtocolSettings {
@@ -51,6 +54,7 @@ impl Default for ProtocolSettings {
             read_ttl_ms: 0,
             page_size: 100,
             instructions: None,
+            violations: ViolationLimits::default(),
         }
     }
 }

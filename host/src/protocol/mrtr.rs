@@ -29,7 +29,7 @@ use serde_json::{Map, Value, json};
 
 use super::answer::{Answer, Complete, InputRequest, InputRequired};
 use super::catalog::Catalog;
-use super::context::{Notifier, RequestContext, Services};
+use super::context::{Notifier, ProtocolSettings, RequestContext, Services};
 use super::envelope::{self, ClientCapabilities, LogLevel, MirroredHeaders, RequestMeta};
 use super::jsonrpc::{self, EncodeError, Request, RpcError, required_str};
 use super::tasks::{self, TaskStart};
@@ -62,7 +62,8 @@ pub(super) trait RoundMethod: Sized + Send + Sync {
     /// What the component returns.
     type Outcome: Send;
 
-    /// Reads the request's own parameters and finds what serves `name`;
+    /// Reads the request's own parameters and finds what serves `name`
+    /// (`settings`: how the server answers);
     /// refuses a client that lacks what the target requires (`meta`), and
     /// arguments the target does not accept. A refusal is the answer the
     /// request gets instead of a round: an error, or for a tool whose
@@ -70,6 +71,7 @@ pub(super) trait RoundMethod: Sized + Send + Sync {
     /// model can read. Nothing runs before it.
     fn prepare(
         catalog: &Catalog,
+        settings: &ProtocolSettings,
         name: &str,
         request: &Request,
         meta: &RequestMeta,
@@ -169,7 +171,14 @@ pub(super) async fn run_round<M: RoundMethod>(
 ) -> Result<Answer, RpcError> {
     let name = required_str(&request.params, M::NAMED_BY)?;
     envelope::check_name_header(context.headers.as_ref(), name)?;
-    let method = match M::prepare(catalog, name, request, meta, context.headers.as_ref()) {
+    let method = match M::prepare(
+        catalog,
+        services.settings,
+        name,
+        request,
+        meta,
+        context.headers.as_ref(),
+    ) {
         Ok(method) => method,
         Err(Answer::Error(error)) => return Err(error),
         Err(refusal) => return Ok(refusal),

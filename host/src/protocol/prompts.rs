@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::answer::Answer;
 use super::catalog::Catalog;
-use super::context::Services;
+use super::context::{ProtocolSettings, Services};
 use super::envelope::{MirroredHeaders, RequestMeta};
 use super::jsonrpc::{Request, RpcError};
 use super::mrtr::{RoundMethod, Settled, Target};
@@ -38,6 +38,7 @@ impl RoundMethod for PromptGet {
 
     fn prepare(
         catalog: &Catalog,
+        _settings: &ProtocolSettings,
         name: &str,
         request: &Request,
         _meta: &RequestMeta,

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::answer::Answer;
 use super::catalog::Catalog;
-use super::context::Services;
+use super::context::{ProtocolSettings, Services};
 use super::envelope::{MirroredHeaders, RequestMeta};
 use super::jsonrpc::{self, Request, RpcError};
 use super::mrtr::{RoundMethod, Settled, Target};
@@ -43,6 +43,7 @@ impl RoundMethod for ResourceRead {
 
     fn prepare(
         catalog: &Catalog,
+        _settings: &ProtocolSettings,
         uri: &str,
         _request: &Request,
         _meta: &RequestMeta,

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use super::answer::{Answer, Complete};
 use super::catalog::Catalog;
-use super::context::Services;
+use super::context::{ProtocolSettings, Services};
 use super::envelope::{self, MirroredHeaders, RequestMeta, TASKS_EXTENSION};
 use super::jsonrpc::{Request, RpcError};
 use super::mrtr::{RoundMethod, Settled, Target};
@@ -66,6 +66,7 @@ impl RoundMethod for ToolCall {
 
     fn prepare(
         catalog: &Catalog,
+        settings: &ProtocolSettings,
         name: &str,
         request: &Request,
         meta: &RequestMeta,
@@ -103,7 +104,7 @@ impl RoundMethod for ToolCall {
             )
             .into());
         }
-        if let Err(violations) = tool.check_arguments(arguments) {
+        if let Err(violations) = tool.check_arguments(arguments, &settings.violations) {
             tracing::debug!(tool = name, %violations, "arguments refused");
             return Err(error_result(format!(
                 "Tool '{name}' was not run: its arguments do not match its input schema: \

@@ -17,11 +17,24 @@ use serde_json::{Map, Value};
 
 use crate::runtime::events::truncate;
 
-/// Most violations one refusal names.
-pub const MAX_NAMED_VIOLATIONS: usize = 5;
+/// How much one refusal says of the violations it found
+/// (`--max-named-violations`, `--max-violation-bytes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ViolationLimits {
+    /// Most violations named.
+    pub named: usize,
+    /// Most bytes of them, in all.
+    pub bytes: usize,
+}
 
-/// Most bytes of the violations one refusal names, in all.
-pub const MAX_VIOLATIONS_BYTES: usize = 1024;
+impl Default for ViolationLimits {
+    fn default() -> Self {
+        ViolationLimits {
+            named: 5,
+            bytes: 1024,
+        }
+    }
+}
 
 /// A tool's input schema, compiled.
 pub struct InputSchema {
@@ -50,9 +63,9 @@ impl InputSchema {
     /// Checks a call's arguments (`null` for none: the tool gets `{}`).
     /// The error names the first violations, each as its place in the
     /// arguments (a JSON Pointer; `(root)` for the object itself) and what
-    /// is wrong there, within [`MAX_NAMED_VIOLATIONS`] and
-    /// [`MAX_VIOLATIONS_BYTES`]. The values given are not repeated back.
-    pub fn check(&self, arguments: &Value) -> Result<(), String> {
+    /// is wrong there, within `limits`. The values given are not repeated
+    /// back.
+    pub fn check(&self, arguments: &Value, limits: &ViolationLimits) -> Result<(), String> {
         let none;
         let arguments = match arguments {
             Value::Null => {
@@ -66,21 +79,21 @@ impl InputSchema {
         }
         let mut report = String::new();
         let mut errors = self.validator.iter_errors(arguments);
-        for error in errors.by_ref().take(MAX_NAMED_VIOLATIONS) {
+        for error in errors.by_ref().take(limits.named) {
             if !report.is_empty() {
                 report.push_str("; ");
             }
             let path = error.instance_path().as_str();
             let path = if path.is_empty() { "(root)" } else { path };
             let _ = write!(report, "{path}: {}", error.masked_with("the value"));
-            if report.len() >= MAX_VIOLATIONS_BYTES {
+            if report.len() >= limits.bytes {
                 break;
             }
         }
         if errors.next().is_some() {
             report.push_str("; and more");
         }
-        Err(truncate(report, MAX_VIOLATIONS_BYTES))
+        Err(truncate(report, limits.bytes))
     }
 }
 
@@ -109,12 +122,21 @@ mod tests {
     #[test]
     fn matching_arguments_pass() {
         assert_eq!(
-            booking().check(&json!({"room": "Blue", "minutes": 30})),
+            booking().check(
+                &json!({"room": "Blue", "minutes": 30}),
+                &ViolationLimits::default()
+            ),
             Ok(())
         );
         let anything = compiled(json!({"type": "object"}));
-        assert_eq!(anything.check(&Value::Null), Ok(()));
-        assert_eq!(anything.check(&json!({"x": [1, 2]})), Ok(()));
+        assert_eq!(
+            anything.check(&Value::Null, &ViolationLimits::default()),
+            Ok(())
+        );
+        assert_eq!(
+            anything.check(&json!({"x": [1, 2]}), &ViolationLimits::default()),
+            Ok(())
+        );
     }
 
     #[test]
@@ -138,10 +160,15 @@ mod tests {
             ),
         ];
         for (arguments, expected) in cases {
-            assert_eq!(booking().check(&arguments), Err(expected.to_owned()));
+            assert_eq!(
+                booking().check(&arguments, &ViolationLimits::default()),
+                Err(expected.to_owned())
+            );
         }
         // No arguments are checked as `{}`.
-        let report = booking().check(&Value::Null).unwrap_err();
+        let report = booking()
+            .check(&Value::Null, &ViolationLimits::default())
+            .unwrap_err();
         assert!(
             report.contains(r#""room" is a required property"#)
                 && report.contains(r#""minutes" is a required property"#),
@@ -153,7 +180,10 @@ mod tests {
     fn the_values_given_are_not_repeated_back() {
         let secret = "s3cr3t-value";
         let report = booking()
-            .check(&json!({"room": "Blue", "minutes": secret}))
+            .check(
+                &json!({"room": "Blue", "minutes": secret}),
+                &ViolationLimits::default(),
+            )
             .unwrap_err();
         assert!(!report.contains(secret), "{report}");
     }
@@ -165,28 +195,60 @@ mod tests {
             "properties": {"items": {"type": "array", "items": {"type": "string"}}}
         }));
         let report = many
-            .check(&json!({"items": [1, 2, 3, 4, 5, 6, 7]}))
+            .check(
+                &json!({"items": [1, 2, 3, 4, 5, 6, 7]}),
+                &ViolationLimits::default(),
+            )
             .unwrap_err();
         assert_eq!(
             report.matches("is not of type").count(),
-            MAX_NAMED_VIOLATIONS
+            ViolationLimits::default().named
         );
         assert!(
             report.starts_with("/items/0: ") && report.ends_with("; and more"),
             "{report}"
         );
-        let long_key = "k".repeat(4 * MAX_VIOLATIONS_BYTES);
+        let long_key = "k".repeat(4 * ViolationLimits::default().bytes);
         let closed = compiled(json!({
             "type": "object",
             "properties": {"a": {}},
             "additionalProperties": false
         }));
-        let report = closed.check(&json!({ long_key: 1 })).unwrap_err();
-        assert!(report.len() <= MAX_VIOLATIONS_BYTES, "{}", report.len());
+        let report = closed
+            .check(&json!({ long_key: 1 }), &ViolationLimits::default())
+            .unwrap_err();
+        assert!(
+            report.len() <= ViolationLimits::default().bytes,
+            "{}",
+            report.len()
+        );
         assert!(
             report.starts_with("(root): Additional properties"),
             "{report}"
         );
+    }
+
+    #[test]
+    fn lower_limits_name_fewer_violations_in_fewer_bytes() {
+        let many = compiled(json!({
+            "type": "object",
+            "properties": {"items": {"type": "array", "items": {"type": "string"}}}
+        }));
+        let arguments = json!({"items": [1, 2, 3, 4, 5, 6, 7]});
+        let two = ViolationLimits {
+            named: 2,
+            bytes: 1024,
+        };
+        let report = many.check(&arguments, &two).unwrap_err();
+        assert_eq!(report.matches("is not of type").count(), 2, "{report}");
+        assert!(report.ends_with("; and more"), "{report}");
+        let short = ViolationLimits {
+            named: 5,
+            bytes: 40,
+        };
+        let report = many.check(&arguments, &short).unwrap_err();
+        assert!(report.len() <= 40, "{report}");
+        assert!(report.starts_with("/items/0: "), "{report}");
     }
 
     #[test]
@@ -197,7 +259,7 @@ mod tests {
             "properties": {"pair": {"prefixItems": [{"type": "string"}, {"type": "integer"}]}}
         });
         let report = compiled(tuple.clone())
-            .check(&json!({"pair": ["a", "b"]}))
+            .check(&json!({"pair": ["a", "b"]}), &ViolationLimits::default())
             .unwrap_err();
         assert!(report.starts_with("/pair/1: "), "{report}");
         // Draft 7 has no `prefixItems`; its `exclusiveMaximum` is a number.
@@ -205,16 +267,30 @@ mod tests {
         draft7["$schema"] = json!("http://json-schema.org/draft-07/schema#");
         draft7["properties"]["n"] = json!({"exclusiveMaximum": 3});
         let draft7 = compiled(draft7);
-        assert_eq!(draft7.check(&json!({"pair": ["a", "b"]})), Ok(()));
-        assert!(draft7.check(&json!({"n": 3})).is_err());
+        assert_eq!(
+            draft7.check(&json!({"pair": ["a", "b"]}), &ViolationLimits::default()),
+            Ok(())
+        );
+        assert!(
+            draft7
+                .check(&json!({"n": 3}), &ViolationLimits::default())
+                .is_err()
+        );
         // Draft 4's `exclusiveMaximum` is a boolean beside `maximum`.
         let draft4 = compiled(json!({
             "$schema": "http://json-schema.org/draft-04/schema#",
             "type": "object",
             "properties": {"n": {"maximum": 3, "exclusiveMaximum": true}}
         }));
-        assert!(draft4.check(&json!({"n": 3})).is_err());
-        assert_eq!(draft4.check(&json!({"n": 2})), Ok(()));
+        assert!(
+            draft4
+                .check(&json!({"n": 3}), &ViolationLimits::default())
+                .is_err()
+        );
+        assert_eq!(
+            draft4.check(&json!({"n": 2}), &ViolationLimits::default()),
+            Ok(())
+        );
     }
 
     #[test]
@@ -225,8 +301,16 @@ mod tests {
             "$defs": {"address": {"type": "object", "required": ["city"]}},
             "properties": {"home": {"$ref": "#/$defs/address"}}
         }));
-        assert_eq!(schema.check(&json!({"home": {"city": "Oslo"}})), Ok(()));
-        let report = schema.check(&json!({"home": {}})).unwrap_err();
+        assert_eq!(
+            schema.check(
+                &json!({"home": {"city": "Oslo"}}),
+                &ViolationLimits::default()
+            ),
+            Ok(())
+        );
+        let report = schema
+            .check(&json!({"home": {}}), &ViolationLimits::default())
+            .unwrap_err();
         assert!(report.starts_with("/home: "), "{report}");
     }
 

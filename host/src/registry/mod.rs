@@ -41,7 +41,7 @@ use tracing::warn;
 
 use self::cache::CompileCache;
 use self::component::{Component, ComponentStamp};
-use self::input_schema::InputSchema;
+use self::input_schema::{InputSchema, ViolationLimits};
 use self::reload::DirectoryStamp;
 use self::uri_template::UriTemplate;
 use crate::runtime::{
@@ -128,8 +128,12 @@ impl Tool {
     /// Checks a call's arguments (`null`: none) against the tool's input
     /// schema; the error names the first violations (see
     /// [`InputSchema::check`]).
-    pub fn check_arguments(&self, arguments: &serde_json::Value) -> Result<(), String> {
-        self.input_schema.check(arguments)
+    pub fn check_arguments(
+        &self,
+        arguments: &serde_json::Value,
+        limits: &ViolationLimits,
+    ) -> Result<(), String> {
+        self.input_schema.check(arguments, limits)
     }
 }
 
@@ -756,7 +760,11 @@ mod tests {
             rest.tools.is_empty(),
             "the tools are moved out of the listing"
         );
-        assert!(tools[0].check_arguments(&serde_json::json!({})).is_err());
+        assert!(
+            tools[0]
+                .check_arguments(&serde_json::json!({}), &ViolationLimits::default())
+                .is_err()
+        );
         let cases = [
             (
                 serde_json::json!({"type": "object", "properties": {"a": {"type": "text"}}}),

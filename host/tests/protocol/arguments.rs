@@ -4,6 +4,8 @@
 //! task is made, in a 2025 session too; a prompt missing a required
 //! argument is -32602.
 
+use airlock::protocol::ProtocolSettings;
+use airlock::registry::input_schema::ViolationLimits;
 use airlock_e2e::legacy::assert_legacy_result;
 use airlock_e2e::mcp::{
     complete, elicit, error_code, error_message, input_required, is_error, request_state,
@@ -12,7 +14,7 @@ use airlock_e2e::mcp::{
 use airlock_e2e::{McpClient, ToolCall, all_caps, code, no_caps};
 use serde_json::{Value, json};
 
-use crate::support::Host;
+use crate::support::{Host, Setup};
 
 /// The sentence that starts every refusal of `tool`'s arguments.
 fn refusal(tool: &str) -> String {
@@ -94,6 +96,39 @@ fn each_kind_of_violation(client: &dyn McpClient) {
 fn each_kind_of_violation_is_an_error_result_naming_its_place_over_http() {
     let host = Host::start(&["probe", "everything"]);
     each_kind_of_violation(&host.http());
+}
+
+#[test]
+fn a_lower_limit_names_fewer_violations() {
+    let tool = "json_schema_2020_12_tool";
+    let two_wrongs = json!({"email": "x@example.com", "address": {"city": 7}, "nickname": "y"});
+    let violations = |host: &Host| {
+        let response = host.http().call(&ToolCall::new(tool, two_wrongs.clone()));
+        let result = complete(&response);
+        assert!(is_error(result), "{response}");
+        text(result)
+            .strip_prefix(refusal(tool).as_str())
+            .unwrap_or_else(|| panic!("a refusal: {response}"))
+            .to_owned()
+    };
+    let both = violations(&Host::start(&["everything"]));
+    assert_eq!(both.matches("; ").count(), 1, "{both}");
+    assert!(!both.ends_with("; and more"), "{both}");
+    let setup = Setup {
+        protocol: ProtocolSettings {
+            violations: ViolationLimits {
+                named: 1,
+                bytes: 1024,
+            },
+            ..ProtocolSettings::default()
+        },
+        ..Setup::default()
+    };
+    let one = violations(&Host::start_with(&["everything"], setup));
+    assert_eq!(
+        one,
+        format!("{}; and more", both.split("; ").next().unwrap())
+    );
 }
 
 #[test]

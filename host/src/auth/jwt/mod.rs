@@ -28,7 +28,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, Header, Validation};
 use serde::Deserialize;
 
 use super::{JWT_PRINCIPAL_PREFIX, ring_provider};
-use crate::access::{Caller, Source};
+use crate::access::{Caller, CallerLimits, Source};
 
 /// Clock skew tolerated on `exp` and `nbf`, in seconds.
 pub const LEEWAY_SECS: u64 = 30;
@@ -320,6 +320,8 @@ pub struct JwtConfig {
     pub key_files: Vec<PathBuf>,
     /// A file holding an HS256 shared secret.
     pub hs256_secret_file: Option<PathBuf>,
+    /// How much of a token's scopes, groups and claims its caller keeps.
+    pub caller_limits: CallerLimits,
 }
 
 impl JwtConfig {
@@ -352,6 +354,7 @@ struct Claims {
 /// Checks JWT access tokens.
 pub struct JwtVerifier {
     keys: Vec<(VerifyingKey, Validation)>,
+    caller_limits: CallerLimits,
 }
 
 impl std::fmt::Debug for JwtVerifier {
@@ -380,7 +383,8 @@ impl JwtVerifier {
         if let Some(path) = &config.hs256_secret_file {
             keys.push(read_secret_file(path)?);
         }
-        Self::new(&config.issuers, &config.audiences, keys)
+        Ok(Self::new(&config.issuers, &config.audiences, keys)?
+            .with_caller_limits(config.caller_limits))
     }
 
     /// A verifier accepting tokens from `issuers` for `audiences`, signed by
@@ -420,7 +424,17 @@ impl JwtVerifier {
                 (key, validation)
             })
             .collect();
-        Ok(Self { keys })
+        Ok(Self {
+            keys,
+            caller_limits: CallerLimits::default(),
+        })
+    }
+
+    /// The same verifier, its callers keeping their tokens' scopes, groups
+    /// and claims within `limits` (without, the default limits).
+    pub fn with_caller_limits(mut self, limits: CallerLimits) -> Self {
+        self.caller_limits = limits;
+        self
     }
 
     /// How many keys are configured.
@@ -452,7 +466,7 @@ impl JwtVerifier {
             match jsonwebtoken::decode::<Claims>(token, &key.key, validation) {
                 Ok(data) => {
                     tracing::trace!(key = %key.label, "JWT verified");
-                    return caller(&data.claims);
+                    return caller(&data.claims, &self.caller_limits);
                 }
                 // Another key may have signed it.
                 Err(e) if *e.kind() == ErrorKind::InvalidSignature => {}
@@ -502,7 +516,7 @@ fn classify(kind: &ErrorKind) -> JwtError {
     }
 }
 
-fn caller(claims: &Claims) -> Result<Caller, JwtError> {
+fn caller(claims: &Claims, limits: &CallerLimits) -> Result<Caller, JwtError> {
     let (Some(iss), Some(sub)) = (&claims.iss, &claims.sub) else {
         return Err(JwtError::MissingClaim);
     };
@@ -510,7 +524,7 @@ fn caller(claims: &Claims) -> Result<Caller, JwtError> {
         return Err(JwtError::BadClaims);
     }
     let principal = format!("{JWT_PRINCIPAL_PREFIX}{iss}#{sub}");
-    Ok(Caller::new(principal, Source::Jwt).with_jwt_claims(&claims.others))
+    Ok(Caller::new(principal, Source::Jwt).with_jwt_claims(&claims.others, limits))
 }
 
 #[cfg(test)]

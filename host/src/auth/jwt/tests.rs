@@ -511,6 +511,7 @@ fn secret_files_are_trimmed() {
         audiences: vec![AUDIENCE.to_owned()],
         key_files: Vec::new(),
         hs256_secret_file: Some(path),
+        caller_limits: CallerLimits::default(),
     })
     .unwrap();
     let _ = std::fs::remove_dir_all(&dir);
