@@ -138,6 +138,37 @@ impl OciRegistry {
         self.push_manifest(repository, tag, &serde_json::to_vec(&manifest).unwrap())
     }
 
+    /// Pushes a cosign signature of `signed` (a manifest digest, which may
+    /// differ from `digest`, the manifest it is attached to) made with
+    /// `key`, the way `cosign sign --key` stores it: a simple-signing
+    /// payload layer at the tag `sha256-<hex>.sig` of `repository`, its
+    /// signature in the layer's annotation.
+    pub fn push_signature(&self, repository: &str, digest: &str, signed: &str, key: &CosignKey) {
+        let payload = format!(
+            r#"{{"critical":{{"identity":{{"docker-reference":"{host}/{repository}"}},"image":{{"docker-manifest-digest":"{signed}"}},"type":"cosign container image signature"}},"optional":null}}"#,
+            host = self.host()
+        );
+        let signature = key.sign(payload.as_bytes());
+        let config = b"{}";
+        let manifest = serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": OCI_MANIFEST,
+            "config": {
+                "mediaType": "application/vnd.oci.image.config.v1+json",
+                "digest": self.push_blob(repository, config),
+                "size": config.len(),
+            },
+            "layers": [{
+                "mediaType": "application/vnd.dev.cosign.simplesigning.v1+json",
+                "digest": self.push_blob(repository, payload.as_bytes()),
+                "size": payload.len(),
+                "annotations": {"dev.cosignproject.cosign/signature": signature},
+            }],
+        });
+        let tag = digest.replacen(':', "-", 1) + ".sig";
+        self.push_manifest(repository, &tag, &serde_json::to_vec(&manifest).unwrap());
+    }
+
     /// Pushes `component` (its bytes) to `repository:tag` in the Wasm OCI
     /// artifact layout; returns the manifest's digest.
     pub fn push_component(&self, repository: &str, tag: &str, component: &[u8]) -> String {
@@ -171,6 +202,54 @@ impl OciRegistry {
             path.display()
         );
         fs::write(path, bytes).expect("tamper with a blob");
+    }
+}
+
+/// A cosign key pair (ECDSA P-256) made by the test: its public key in
+/// the PEM `PUBLIC KEY` form of `cosign.pub`.
+pub struct CosignKey {
+    pair: ring::signature::EcdsaKeyPair,
+}
+
+impl CosignKey {
+    /// A new random key pair.
+    pub fn generate() -> CosignKey {
+        use ring::signature::{ECDSA_P256_SHA256_ASN1_SIGNING, EcdsaKeyPair};
+        let rng = ring::rand::SystemRandom::new();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &rng).unwrap();
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, pkcs8.as_ref(), &rng)
+            .unwrap();
+        CosignKey { pair }
+    }
+
+    /// The public key as `cosign.pub` holds it (SubjectPublicKeyInfo, PEM).
+    pub fn public_pem(&self) -> String {
+        use base64::Engine as _;
+        use ring::signature::KeyPair as _;
+        // SubjectPublicKeyInfo of an id-ecPublicKey on prime256v1, then the point.
+        let mut der = vec![
+            0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06,
+            0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
+        ];
+        der.extend_from_slice(self.pair.public_key().as_ref());
+        let body = base64::engine::general_purpose::STANDARD.encode(der);
+        let lines: Vec<&str> = body
+            .as_bytes()
+            .chunks(64)
+            .map(|chunk| std::str::from_utf8(chunk).unwrap())
+            .collect();
+        format!(
+            "-----BEGIN PUBLIC KEY-----\n{}\n-----END PUBLIC KEY-----\n",
+            lines.join("\n")
+        )
+    }
+
+    /// The base64 ASN.1 DER signature of `payload`, as cosign writes it.
+    fn sign(&self, payload: &[u8]) -> String {
+        use base64::Engine as _;
+        let rng = ring::rand::SystemRandom::new();
+        let signature = self.pair.sign(&rng, payload).expect("sign");
+        base64::engine::general_purpose::STANDARD.encode(signature.as_ref())
     }
 }
 

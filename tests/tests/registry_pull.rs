@@ -3,11 +3,12 @@
 //! artifact layout: served beside the tools directory with their digest in
 //! the log and in `airlock inspect`, bad artifacts refused each with its
 //! reason while the others serve, a lock pinning digests while a tag moves,
-//! and a registry down at start with a warm and with a cold cache.
+//! a registry down at start with a warm and with a cold cache, and cosign
+//! signatures checked before load (online, and offline from the cache).
 
 use std::path::{Path, PathBuf};
 
-use airlock_e2e::oci_registry::{OciRegistry, WASM_LAYER};
+use airlock_e2e::oci_registry::{CosignKey, OciRegistry, WASM_LAYER};
 use airlock_e2e::paths::component;
 use airlock_e2e::{Airlock, McpClient, ToolsDir, run_airlock};
 
@@ -24,13 +25,25 @@ struct Supply {
 impl Supply {
     /// `entries`: (name, reference) of each component.
     fn new(entries: &[(&str, String)]) -> Supply {
-        let dir = tempfile::tempdir().unwrap();
         let text: String = entries
             .iter()
             .map(|(name, reference)| format!("[{name}]\nreference = \"{reference}\"\n\n"))
             .collect();
+        Supply::with_text(&text)
+    }
+
+    /// A components file of `text`.
+    fn with_text(text: &str) -> Supply {
+        let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("components.toml"), text).unwrap();
         Supply { dir }
+    }
+
+    /// Writes `key`'s public key beside the components file; returns its path.
+    fn trust(&self, key: &CosignKey) -> PathBuf {
+        let path = self.dir.path().join("cosign.pub");
+        std::fs::write(&path, key.public_pem()).unwrap();
+        path
     }
 
     fn components(&self) -> PathBuf {
@@ -57,7 +70,13 @@ impl Supply {
 
     /// Runs `airlock pull` into the test's cache; returns its status and stderr.
     fn pull(&self) -> (bool, String) {
+        self.pull_with(&[])
+    }
+
+    /// Runs `airlock pull` with `extra` arguments too.
+    fn pull_with(&self, extra: &[&str]) -> (bool, String) {
         let mut args = vec!["pull".to_owned()];
+        args.extend(extra.iter().map(|arg| (*arg).to_owned()));
         args.extend(self.args(&self.cache()));
         args.extend(["--lock".to_owned(), self.lock().display().to_string()]);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -255,5 +274,110 @@ fn registry_down_at_start_serves_a_warm_cache_and_refuses_a_cold_one() {
         )
         .is_some(),
         "the refusal names the component and why:\n{stderr}"
+    );
+}
+
+#[test]
+fn signatures_are_checked_before_load_and_each_refusal_says_why() {
+    let registry = OciRegistry::start();
+    let host = registry.host();
+    let key = CosignKey::generate();
+    let other = CosignKey::generate();
+    let signed = registry.push_component("tools/signed", "1", &wasm("hash"));
+    registry.push_signature("tools/signed", &signed, &signed, &key);
+    let unsigned = registry.push_component("tools/unsigned", "1", &wasm("summarize"));
+    let other_key = registry.push_component("tools/other-key", "1", &wasm("report"));
+    registry.push_signature("tools/other-key", &other_key, &other_key, &other);
+    let other_digest = registry.push_component("tools/other-digest", "1", &wasm("work_items"));
+    registry.push_signature("tools/other-digest", &other_digest, &signed, &key);
+    let opted_out = registry.push_component("tools/dev", "1", &wasm("deploy"));
+    let supply = Supply::with_text(&format!(
+        "[signed]\nreference = \"{host}/tools/signed:1\"\n\
+         [unsigned]\nreference = \"{host}/tools/unsigned:1\"\n\
+         [other_key]\nreference = \"{host}/tools/other-key:1\"\n\
+         [other_digest]\nreference = \"{host}/tools/other-digest:1\"\n\
+         [dev]\nreference = \"{host}/tools/dev:1\"\nunsigned = true\n"
+    ));
+    let public = supply.trust(&key);
+    let server = Airlock::new(&ToolsDir::new())
+        .args(supply.args(&supply.cache()))
+        .arg("--cosign-key")
+        .arg(&public)
+        .start_http();
+    assert_eq!(
+        server.client().tool_names(),
+        ["confirm", "deploy", "sha256"]
+    );
+    let stderr = server.stderr();
+    assert!(
+        line_with(&stderr, &["signature verified", "tools/signed:1", &signed]).is_some(),
+        "{stderr}"
+    );
+    for (repository, digest, reason) in [
+        ("tools/unsigned:1", &unsigned, "it is unsigned"),
+        (
+            "tools/other-key:1",
+            &other_key,
+            "not signed by a trusted key",
+        ),
+        ("tools/other-digest:1", &other_digest, "another digest"),
+    ] {
+        assert!(
+            line_with(&stderr, &["skipping component", repository, digest, reason]).is_some(),
+            "one line names {repository}, its digest and `{reason}`:\n{stderr}"
+        );
+    }
+    assert!(
+        line_with(
+            &stderr,
+            &["SIGNATURE NOT CHECKED", "tools/dev:1", &opted_out]
+        )
+        .is_some(),
+        "the opt-out is logged loudly:\n{stderr}"
+    );
+}
+
+#[test]
+fn a_locked_signed_component_is_verified_again_from_the_cache_with_the_registry_down() {
+    let mut registry = OciRegistry::start();
+    let key = CosignKey::generate();
+    let digest = registry.push_component("tools/hash", "1", &wasm("hash"));
+    registry.push_signature("tools/hash", &digest, &digest, &key);
+    let supply = Supply::new(&[("hash", format!("{}/tools/hash:1", registry.host()))]);
+    let public = supply.trust(&key);
+    let (pulled, stderr) = supply.pull_with(&["--cosign-key", public.to_str().unwrap()]);
+    assert!(pulled, "airlock pull: {stderr}");
+    registry.stop();
+    let server = Airlock::new(&ToolsDir::new())
+        .args(supply.args(&supply.cache()))
+        .arg("--lock")
+        .arg(supply.lock())
+        .arg("--cosign-key")
+        .arg(&public)
+        .start_http();
+    airlock_e2e::flows::sha256(&server.client());
+    let stderr = server.stderr();
+    assert!(
+        line_with(&stderr, &["signature verified", &digest]).is_some(),
+        "verified offline:\n{stderr}"
+    );
+    // Another key: the cached signature does not verify, so nothing loads.
+    let stranger = supply.dir.path().join("stranger.pub");
+    std::fs::write(&stranger, CosignKey::generate().public_pem()).unwrap();
+    let refused = Airlock::new(&ToolsDir::new())
+        .args(supply.args(&supply.cache()))
+        .arg("--lock")
+        .arg(supply.lock())
+        .arg("--cosign-key")
+        .arg(&stranger)
+        .start_http();
+    let stderr = refused.stderr();
+    assert!(
+        line_with(
+            &stderr,
+            &["skipping component", &digest, "not signed by a trusted key"]
+        )
+        .is_some(),
+        "{stderr}"
     );
 }

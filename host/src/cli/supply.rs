@@ -42,6 +42,12 @@ pub struct SupplyOptions {
     /// File holding `user:password` for basic authentication to registries.
     #[arg(long, value_name = "FILE")]
     pub registry_basic_auth_file: Option<PathBuf>,
+    /// Public key (PEM, ECDSA P-256, as `cosign generate-key-pair` writes `cosign.pub`) trusted to
+    /// sign pulled components; repeatable. With one, a component loads only if its registry holds
+    /// a cosign signature by one of them naming its manifest digest (checked again from the pull
+    /// cache at every start), unless its entry says `unsigned = true`.
+    #[arg(long = "cosign-key", value_name = "FILE")]
+    pub cosign_keys: Vec<PathBuf>,
 }
 
 impl SupplyOptions {
@@ -64,6 +70,7 @@ impl SupplyOptions {
                 token_file: self.registry_token_file,
                 basic_auth_file: self.registry_basic_auth_file,
             },
+            cosign_keys: self.cosign_keys,
         })
     }
 }

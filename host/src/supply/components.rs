@@ -10,6 +10,10 @@
 //! reference = "registry.example.com/tools/search@sha256:…"
 //! [search.manifest.limits]        # or inline
 //! timeout = "5s"
+//!
+//! [scratch]
+//! reference = "localhost:5000/dev/scratch:latest"
+//! unsigned = true                 # no signature check (development)
 //! ```
 
 use std::collections::BTreeMap;
@@ -34,6 +38,9 @@ pub struct Wanted {
     pub reference: Reference,
     /// Its manifest's text (none: nothing granted, server defaults).
     pub manifest: Option<String>,
+    /// Served without a signature check even when keys are trusted
+    /// (`unsigned = true`, for development; logged loudly).
+    pub unsigned: bool,
 }
 
 #[derive(Deserialize)]
@@ -41,6 +48,8 @@ pub struct Wanted {
 struct Entry {
     reference: String,
     manifest: Option<ManifestSource>,
+    #[serde(default)]
+    unsigned: bool,
 }
 
 #[derive(Deserialize)]
@@ -89,6 +98,7 @@ impl Components {
                 name,
                 reference,
                 manifest,
+                unsigned: entry.unsigned,
             });
         }
         Ok(Components(components))

@@ -97,6 +97,7 @@ mod tests {
             name: "echo".into(),
             reference: "127.0.0.1:5000/tools/echo:1".try_into().unwrap(),
             manifest: None,
+            unsigned: false,
         };
         let digest = format!("sha256:{}", "ab".repeat(32));
         let mut lock = Lock::default();

@@ -11,6 +11,11 @@
 //! like a file of the tools directory: so the digest is in every log line,
 //! audit record and `airlock inspect` report that names the file.
 //!
+//! With trusted keys (`--cosign-key`), a component loads only if a cosign
+//! signature by one of them names its manifest digest ([`signature`]); an
+//! entry of the components file may opt out (`unsigned = true`), which is
+//! logged as a warning at every start.
+//!
 //! `airlock pull` resolves every reference and writes a lock of digests
 //! ([`lock`]); a server started with the lock serves exactly those digests,
 //! and takes them from the cache without asking the registry when the cache
@@ -19,6 +24,7 @@
 pub mod components;
 pub mod lock;
 mod pull;
+pub mod signature;
 mod store;
 
 use std::path::{Path, PathBuf};
@@ -27,9 +33,10 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use tracing::{info, warn};
 
-use self::components::Components;
+use self::components::{Components, Wanted};
 use self::lock::Lock;
-use self::pull::{PullError, Puller};
+use self::pull::{PullError, Pulled, Puller};
+use self::signature::TrustedKeys;
 use self::store::Store;
 
 /// Where to reach registries, and the bounds of every pull.
@@ -60,6 +67,45 @@ pub struct SupplySettings {
     pub cache_dir: PathBuf,
     /// How registries are reached.
     pub registry: RegistrySettings,
+    /// Public keys (PEM, ECDSA P-256) of which one must have signed each
+    /// component; none: signatures are not checked.
+    pub cosign_keys: Vec<PathBuf>,
+}
+
+impl SupplySettings {
+    /// The trusted keys, if any are configured.
+    fn trust(&self) -> anyhow::Result<Option<TrustedKeys>> {
+        if self.cosign_keys.is_empty() {
+            return Ok(None);
+        }
+        TrustedKeys::read(&self.cosign_keys).map(Some)
+    }
+}
+
+/// Pulls `wanted` (pinned to `pinned` if given) and, with `trust`, checks
+/// its signature unless its entry opts out.
+async fn obtain(
+    puller: &Puller,
+    trust: Option<&TrustedKeys>,
+    wanted: &Wanted,
+    pinned: Option<&str>,
+) -> Result<Pulled, PullError> {
+    let pulled = puller.fetch(&wanted.reference, pinned).await?;
+    let Some(keys) = trust else {
+        return Ok(pulled);
+    };
+    if wanted.unsigned {
+        warn!(reference = %wanted.reference, digest = %pulled.digest, "SIGNATURE NOT CHECKED: component `{}` is served unsigned (`unsigned = true` in the components file)", wanted.name);
+        return Ok(pulled);
+    }
+    let layers = puller
+        .signatures(&wanted.reference, &pulled.digest)
+        .await
+        .map_err(|err| err.at(&pulled.digest))?;
+    keys.check(&pulled.digest, &layers)
+        .map_err(|reason| PullError::refused(reason).at(&pulled.digest))?;
+    info!(reference = %wanted.reference, digest = %pulled.digest, "signature verified");
+    Ok(pulled)
 }
 
 /// Pulls (or takes from the cache) every component of the components file
@@ -76,6 +122,7 @@ pub async fn stage(settings: &SupplySettings) -> anyhow::Result<Vec<PathBuf>> {
         Some(path) => Some(Lock::read(path)?),
         None => None,
     };
+    let trust = settings.trust()?;
     let store = Store::open(&settings.cache_dir)?;
     let puller = Puller::new(&settings.registry, &components, store.clone())?;
     let mut staged = Vec::new();
@@ -84,7 +131,7 @@ pub async fn stage(settings: &SupplySettings) -> anyhow::Result<Vec<PathBuf>> {
             Some(lock) => Some(lock.digest_of(wanted)?),
             None => None,
         };
-        match puller.fetch(&wanted.reference, pinned.as_deref()).await {
+        match obtain(&puller, trust.as_ref(), wanted, pinned.as_deref()).await {
             Ok(pulled) => {
                 if pulled.from_cache {
                     info!(reference = %wanted.reference, digest = %pulled.digest, "component taken from the cache (the registry was not asked)");
@@ -116,12 +163,13 @@ pub async fn stage(settings: &SupplySettings) -> anyhow::Result<Vec<PathBuf>> {
 /// Fails (writing nothing) if any component cannot be pulled.
 pub async fn pull_and_lock(settings: &SupplySettings, lock_path: &Path) -> anyhow::Result<()> {
     let components = Components::read(&settings.components)?;
+    let trust = settings.trust()?;
     let store = Store::open(&settings.cache_dir)?;
     let puller = Puller::new(&settings.registry, &components, store)?;
     let mut lock = Lock::default();
     let mut failures = Vec::new();
     for wanted in components.iter() {
-        match puller.fetch(&wanted.reference, None).await {
+        match obtain(&puller, trust.as_ref(), wanted, None).await {
             Ok(pulled) => {
                 info!(reference = %wanted.reference, digest = %pulled.digest, "resolved");
                 lock.insert(wanted, pulled.digest);

@@ -14,6 +14,7 @@ use oci_client::{Client, Reference};
 
 use super::RegistrySettings;
 use super::components::Components;
+use super::signature::{PAYLOAD_MEDIA_TYPE, SIGNATURE_ANNOTATION, signature_tag};
 use super::store::Store;
 use crate::units::format_size;
 
@@ -21,7 +22,8 @@ use crate::units::format_size;
 /// (`wkg oci push` writes it).
 pub(super) const WASM_MEDIA_TYPE: &str = "application/wasm";
 
-/// The largest manifest read: a single-layer manifest is well under 4 KiB.
+/// The largest manifest (or signature payload) read: a single-layer
+/// manifest is well under 4 KiB.
 const MAX_MANIFEST_BYTES: u64 = 64 * 1024;
 
 /// A component pulled (or taken from the cache), its digests checked.
@@ -50,7 +52,8 @@ pub(super) enum PullError {
 }
 
 impl PullError {
-    fn refused(reason: String) -> PullError {
+    /// Refused for `reason`.
+    pub(super) fn refused(reason: String) -> PullError {
         PullError::Refused {
             digest: None,
             reason,
@@ -58,7 +61,7 @@ impl PullError {
     }
 
     /// The same error, naming `digest` if it named none.
-    fn at(self, resolved: &str) -> PullError {
+    pub(super) fn at(self, resolved: &str) -> PullError {
         match self {
             PullError::Refused {
                 digest: None,
@@ -245,6 +248,98 @@ impl Puller {
             )));
         }
         Ok(wasm)
+    }
+
+    /// The cosign signature layers (each payload and its signature) of
+    /// the manifest `digest` of `reference`: from the cache, else from the
+    /// registry's `sha256-<hex>.sig` tag (then kept).
+    pub(super) async fn signatures(
+        &self,
+        reference: &Reference,
+        digest: &str,
+    ) -> Result<Vec<(Vec<u8>, String)>, PullError> {
+        let timeout = self.settings.timeout;
+        tokio::time::timeout(timeout, self.signature_layers(reference, digest))
+            .await
+            .unwrap_or_else(|_| {
+                Err(PullError::refused(format!(
+                    "pulling its signature took longer than --pull-timeout ({})",
+                    humantime::format_duration(timeout)
+                )))
+            })
+    }
+
+    async fn signature_layers(
+        &self,
+        reference: &Reference,
+        digest: &str,
+    ) -> Result<Vec<(Vec<u8>, String)>, PullError> {
+        let tag = signature_tag(digest);
+        let by = Reference::with_tag(
+            reference.registry().to_owned(),
+            reference.repository().to_owned(),
+            tag.clone(),
+        );
+        let manifest = match self.store.read_signature(digest) {
+            Some(manifest) => manifest,
+            None => {
+                let (manifest, _) = self
+                    .client
+                    .pull_manifest_raw(&by, &self.auth, &[OCI_IMAGE_MEDIA_TYPE])
+                    .await
+                    .map_err(|err| match failure("", err) {
+                        PullError::Refused { reason, .. } => PullError::refused(format!(
+                            "it is unsigned: its signature `{tag}` could not be pulled{reason}"
+                        )),
+                        unreachable => unreachable,
+                    })?;
+                manifest.to_vec()
+            }
+        };
+        if manifest.len() as u64 > MAX_MANIFEST_BYTES {
+            return Err(PullError::refused(format!(
+                "its signature manifest is larger than {}",
+                format_size(MAX_MANIFEST_BYTES)
+            )));
+        }
+        let parsed: OciImageManifest = serde_json::from_slice(&manifest).map_err(|err| {
+            PullError::refused(format!(
+                "its signature manifest is not an OCI image manifest: {err}"
+            ))
+        })?;
+        let mut layers = Vec::new();
+        for layer in &parsed.layers {
+            let signature = layer
+                .annotations
+                .as_ref()
+                .and_then(|annotations| annotations.get(SIGNATURE_ANNOTATION));
+            let Some(signature) = signature.filter(|_| layer.media_type == PAYLOAD_MEDIA_TYPE)
+            else {
+                continue;
+            };
+            if sha256_hex(&layer.digest).is_none()
+                || !u64::try_from(layer.size).is_ok_and(|size| size <= MAX_MANIFEST_BYTES)
+            {
+                return Err(PullError::refused(format!(
+                    "its signature payload {} is not a sha256 blob of at most {}",
+                    layer.digest,
+                    format_size(MAX_MANIFEST_BYTES)
+                )));
+            }
+            let payload = match self.store.read(&layer.digest, MAX_MANIFEST_BYTES) {
+                Some(payload) => payload,
+                None => {
+                    let payload = self.pull_layer(&by, layer).await?;
+                    self.keep(&layer.digest, &payload)?;
+                    payload
+                }
+            };
+            layers.push((payload, signature.clone()));
+        }
+        self.store
+            .write_signature(digest, &manifest)
+            .map_err(|err| PullError::refused(format!("cannot keep its signature: {err:#}")))?;
+        Ok(layers)
     }
 
     fn keep(&self, digest: &str, bytes: &[u8]) -> Result<(), PullError> {

@@ -3,8 +3,10 @@
 //!
 //! `blobs/sha256/<hex>` holds a manifest or a component, written only after
 //! its digest was checked, and checked again whenever it is read.
-//! `served/sha256-<manifest hex>/NAME.wasm` is a component staged for
-//! loading under its name, with its manifest `NAME.toml` beside it.
+//! `signatures/sha256-<manifest hex>.sig` is the cosign signature manifest
+//! of a manifest. `served/sha256-<manifest hex>/NAME.wasm` is a component
+//! staged for loading under its name, with its manifest `NAME.toml` beside
+//! it.
 
 use std::path::{Path, PathBuf};
 
@@ -59,6 +61,31 @@ impl Store {
             .blob_path(digest)
             .context("a blob's digest is not sha256")?;
         write_atomically(&path, bytes)
+    }
+
+    /// The signature manifest of the manifest `digest`, if kept. It needs
+    /// no digest of its own: what it holds is checked by its signatures.
+    pub(super) fn read_signature(&self, digest: &str) -> Option<Vec<u8>> {
+        std::fs::read(self.signature_path(digest)?).ok()
+    }
+
+    /// Keeps the signature manifest of the manifest `digest`.
+    pub(super) fn write_signature(&self, digest: &str, manifest: &[u8]) -> anyhow::Result<()> {
+        let path = self
+            .signature_path(digest)
+            .context("a manifest's digest is not sha256")?;
+        std::fs::create_dir_all(self.dir.join("signatures"))
+            .with_context(|| format!("cannot create {}", self.dir.join("signatures").display()))?;
+        write_atomically(&path, manifest)
+    }
+
+    fn signature_path(&self, digest: &str) -> Option<PathBuf> {
+        let hex = sha256_hex(digest)?;
+        Some(
+            self.dir
+                .join("signatures")
+                .join(format!("sha256-{hex}.sig")),
+        )
     }
 
     /// Stages the pulled component `wanted` for loading; returns the path
@@ -131,6 +158,7 @@ mod tests {
             name: "echo".into(),
             reference: "127.0.0.1:5000/tools/echo:1".try_into().unwrap(),
             manifest: Some("[limits]\n".into()),
+            unsigned: false,
         };
         let path = store.stage(&wanted, &pulled).unwrap();
         let hex = sha256_hex(&pulled.digest).unwrap();
