@@ -28,6 +28,7 @@ pub mod sandbox;
 pub mod scaffold;
 pub mod sealing;
 pub mod serve;
+pub mod supply;
 pub mod tasks;
 pub mod telemetry;
 mod toml_error;

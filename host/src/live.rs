@@ -36,15 +36,15 @@ use tokio::time::Instant;
 
 use crate::protocol::Server;
 use crate::protocol::subscriptions::ServerChange;
-use crate::registry::Relisted;
 use crate::registry::reload::Watcher;
+use crate::registry::{Relisted, ToolSources};
 use crate::runtime::{Change, ListKind, Runtime};
 
 /// Where the components come from, and how often to look for changes.
 #[derive(Debug, Clone)]
 pub struct LiveOptions {
-    /// The tools directory.
-    pub dir: PathBuf,
+    /// The tools directory and the pulled components.
+    pub tools: ToolSources,
     /// The compile cache, if any.
     pub cache_dir: Option<PathBuf>,
     /// How often to look at the directory; `None` never reloads.
@@ -76,11 +76,7 @@ async fn run(
     // nothing changed since is missed.
     let mut directory = options.reload_every.map(|every| {
         let loaded = server.registry().directory().cloned();
-        Box::pin(next_change(Watcher::new(
-            options.dir.clone(),
-            every,
-            loaded,
-        )))
+        Box::pin(next_change(Watcher::new(&options.tools, every, loaded)))
     });
     let mut relists = Relists::new(server.clone(), runtime.clone(), options.relist_every);
     loop {
@@ -110,10 +106,10 @@ async fn next_change(mut watcher: Watcher) -> Watcher {
 }
 
 async fn reload(server: &Server, runtime: &Arc<Runtime>, options: &LiveOptions) {
-    tracing::info!(dir = %options.dir.display(), "the tools directory changed: reloading");
+    tracing::info!(dir = %options.tools.dir.display(), "the tools directory changed: reloading");
     let current = server.registry();
     match current
-        .reload(runtime, &options.dir, options.cache_dir.as_deref())
+        .reload(runtime, &options.tools, options.cache_dir.as_deref())
         .await
     {
         Ok(registry) => {

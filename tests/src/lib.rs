@@ -17,6 +17,7 @@ pub mod legacy;
 pub mod mcp;
 pub mod nginx;
 pub mod numbered;
+pub mod oci_registry;
 pub mod otlp;
 pub mod paths;
 pub mod prometheus;

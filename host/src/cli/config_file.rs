@@ -11,8 +11,8 @@
 //! environment variable is handed to clap as if it had been an argument,
 //! so every value goes through its option's own parser, and the precedence
 //! is: command line, then environment, then file, then default. A file
-//! shared by `serve` and `inspect` may hold options only `serve` takes;
-//! `inspect` skips them. Unknown keys and bad values are refused, naming
+//! shared by `serve`, `inspect` and `pull` may hold options only `serve`
+//! takes; the others skip them. Unknown keys and bad values are refused, naming
 //! the file, the key and why.
 
 use std::error::Error as _;

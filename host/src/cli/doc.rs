@@ -68,8 +68,8 @@ const FILE_RULES: &str = "```
 Paths are relative to the working directory, as on the command line. A key whose
 option is also given on the command line or in the environment is overridden by
 it. Unknown keys and bad values are refused, naming the file, the key and why.
-`airlock inspect` reads the same file and skips the keys of options it does not
-take.
+`airlock inspect` and `airlock pull` read the same file and skip the keys of
+options they do not take.
 
 ## Options of `airlock serve`
 ";
@@ -119,15 +119,21 @@ pub fn configuration(command: &Command) -> String {
             page.push_str(&row(arg));
         }
     }
-    if let Some(inspect) = command.find_subcommand("inspect") {
-        let names: Vec<String> = inspect
+    for (name, usage) in [
+        ("inspect", "airlock inspect NAME.wasm"),
+        ("pull", "airlock pull"),
+    ] {
+        let Some(subcommand) = command.find_subcommand(name) else {
+            continue;
+        };
+        let names: Vec<String> = subcommand
             .get_arguments()
             .filter(|arg| is_option(arg))
             .map(|arg| format!("`--{}`", arg.get_long().unwrap_or_default()))
             .collect();
         let _ = write!(
             page,
-            "\n## Options of `airlock inspect`\n\n`airlock inspect NAME.wasm` takes {}, \
+            "\n## Options of `airlock {name}`\n\n`{usage}` takes {}, \
              with the meanings, variables and defaults above.\n",
             names.join(", ")
         );

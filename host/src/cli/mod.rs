@@ -22,6 +22,7 @@ mod new;
 mod quotas;
 mod sandbox;
 mod serve;
+mod supply;
 mod tasks;
 mod telemetry;
 mod values;
@@ -42,6 +43,7 @@ pub use self::new::NewOptions;
 pub use self::quotas::QuotaOptions;
 pub use self::sandbox::SandboxOptions;
 pub use self::serve::ServeOptions;
+pub use self::supply::{PullOptions, SupplyOptions};
 pub use self::tasks::TaskOptions;
 pub use self::telemetry::TraceOptions;
 use crate::logging::{LogFormat, OneLinePerEvent};
@@ -69,6 +71,10 @@ pub enum Command {
     /// Load the tool components of a directory and serve them over Streamable HTTP or stdio.
     #[command(after_help = SETTINGS_HELP)]
     Serve(Box<ServeOptions>),
+    /// Resolve every component reference of --components, pull and check them into the pull
+    /// cache, and write the --lock file of their digests.
+    #[command(after_help = SETTINGS_HELP)]
+    Pull(Box<PullOptions>),
     /// Print a new random key for sealing requestState (one line, base64url).
     Keygen,
     /// Load one component and print what it exports and serves, and the policy it would run under.
@@ -112,6 +118,14 @@ pub fn main() -> ExitCode {
             let config = options.into_config();
             tokio_runtime(config.worker_threads)
                 .and_then(|runtime| runtime.block_on(crate::serve::run(config)))
+        }
+        Command::Pull(options) => {
+            init_logging(LogFormat::Text);
+            options.into_settings().and_then(|(settings, lock)| {
+                tokio_runtime(None)?
+                    .block_on(crate::supply::pull_and_lock(&settings, &lock))
+                    .map(|()| println!("wrote {}", lock.display()))
+            })
         }
         Command::Keygen => {
             println!("{}", crate::sealing::generate_key());

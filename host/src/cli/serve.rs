@@ -11,6 +11,7 @@ use super::legacy::LegacyOptions;
 use super::metrics::MetricsOptions;
 use super::quotas::QuotaOptions;
 use super::sandbox::{SandboxOptions, saturate};
+use super::supply::SupplyOptions;
 use super::tasks::TaskOptions;
 use super::telemetry::TraceOptions;
 use super::values;
@@ -71,6 +72,9 @@ pub struct ServeOptions {
     /// Sandbox defaults and the sources of what manifests grant.
     #[command(flatten)]
     pub sandbox: SandboxOptions,
+    /// Components pulled by OCI reference.
+    #[command(flatten)]
+    pub supply: SupplyOptions,
 
     /// Most tool instances running at once; further calls wait for a free slot.
     #[arg(long, value_name = "N", default_value_t = 256, help_heading = CALLS,
@@ -176,6 +180,7 @@ impl ServeOptions {
         };
         ServeConfig {
             tools: self.tools,
+            supply: self.supply.settings(self.sandbox.max_component_size),
             worker_threads: self.worker_threads.map(usize::from),
             transport,
             cache_dir,

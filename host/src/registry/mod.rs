@@ -52,6 +52,50 @@ use crate::units::{format_size, format_size_approx};
 
 pub use self::cache::default_cache_dir;
 
+/// Where a registry's components come from: every `*.wasm` directly in the
+/// tools directory, and the component files pulled by reference (see
+/// [`crate::supply`]), each with its manifest beside it. Names must be
+/// unique across both.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolSources {
+    /// The tools directory.
+    pub dir: PathBuf,
+    /// The pulled components' files, in the order they are loaded after the
+    /// directory's.
+    pub pulled: Vec<PathBuf>,
+}
+
+impl ToolSources {
+    /// Every component file, the directory's sorted by file name, then the
+    /// pulled ones (blocking; fails if the directory cannot be read).
+    pub(crate) fn files(&self) -> anyhow::Result<Vec<PathBuf>> {
+        let mut files = wasm_files(&self.dir)?;
+        files.extend(self.pulled.iter().cloned());
+        Ok(files)
+    }
+}
+
+impl From<&Path> for ToolSources {
+    fn from(dir: &Path) -> ToolSources {
+        ToolSources {
+            dir: dir.to_owned(),
+            pulled: Vec::new(),
+        }
+    }
+}
+
+impl From<&PathBuf> for ToolSources {
+    fn from(dir: &PathBuf) -> ToolSources {
+        ToolSources::from(dir.as_path())
+    }
+}
+
+impl From<&ToolSources> for ToolSources {
+    fn from(sources: &ToolSources) -> ToolSources {
+        sources.clone()
+    }
+}
+
 /// Everything every component of the tools directory serves.
 #[derive(Debug, Default)]
 pub struct Registry {
@@ -281,17 +325,22 @@ impl Served<()> {
 }
 
 impl Registry {
-    /// Loads every `*.wasm` directly in `dir` (sorted by file name), using
-    /// (and filling) the compile cache in `cache_dir` if given.
+    /// Loads every `*.wasm` directly in the tools directory (sorted by file
+    /// name) and every pulled component of `sources` (a directory alone, or
+    /// [`ToolSources`]), using (and filling) the compile cache in
+    /// `cache_dir` if given.
     ///
-    /// Fails if `dir` cannot be read or if two components serve the same
-    /// name or URI; skips (with a warning) components that cannot be used.
+    /// Fails if the directory cannot be read or if two components serve the
+    /// same name or URI; skips (with a warning) components that cannot be
+    /// used.
     pub async fn load(
         runtime: &Arc<Runtime>,
-        dir: &Path,
+        sources: impl Into<ToolSources>,
         cache_dir: Option<&Path>,
     ) -> anyhow::Result<Registry> {
-        Registry::default().reload(runtime, dir, cache_dir).await
+        Registry::default()
+            .reload(runtime, sources, cache_dir)
+            .await
     }
 
     /// Loads `dir` again, reusing every component of `self` whose file and
@@ -301,14 +350,14 @@ impl Registry {
     pub async fn reload(
         &self,
         runtime: &Arc<Runtime>,
-        dir: &Path,
+        sources: impl Into<ToolSources>,
         cache_dir: Option<&Path>,
     ) -> anyhow::Result<Registry> {
         let cache = cache_dir.map(|d| CompileCache::new(runtime.engine(), d));
         let cache = cache.as_ref();
         let directory = {
-            let dir = dir.to_owned();
-            tokio::task::spawn_blocking(move || DirectoryStamp::read(&dir))
+            let sources = sources.into();
+            tokio::task::spawn_blocking(move || DirectoryStamp::read(&sources))
                 .await
                 .context("reading the tools directory failed unexpectedly")??
         };

@@ -10,21 +10,22 @@
 //! container mounts where change events are unreliable, and costs one
 //! directory listing per interval.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
+use super::ToolSources;
 use super::component::{ComponentStamp, component_stamp};
-use super::wasm_files;
 
 /// The state of every `*.wasm` file in a directory, and of its manifest,
-/// sorted by file name.
+/// sorted by file name, then of every pulled component file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirectoryStamp(Vec<(PathBuf, Option<ComponentStamp>)>);
 
 impl DirectoryStamp {
-    /// Reads the directory now (blocking; no file is opened).
-    pub fn read(dir: &Path) -> anyhow::Result<DirectoryStamp> {
-        let files = wasm_files(dir)?;
+    /// Reads the directory (a path alone, or [`ToolSources`]) now
+    /// (blocking; no file is opened).
+    pub fn read(sources: impl Into<ToolSources>) -> anyhow::Result<DirectoryStamp> {
+        let files = sources.into().files()?;
         Ok(DirectoryStamp(
             files
                 .into_iter()
@@ -45,7 +46,7 @@ impl DirectoryStamp {
 
 /// Polls a directory and tells when its components changed.
 pub struct Watcher {
-    dir: PathBuf,
+    sources: ToolSources,
     loaded: Option<DirectoryStamp>,
     pending: Option<Option<DirectoryStamp>>,
     ticker: tokio::time::Interval,
@@ -57,11 +58,15 @@ impl Watcher {
     /// served (see [`Registry::directory`](super::Registry::directory)), so
     /// that a change made while that registry loaded is seen. `None`: any
     /// state of the directory is a change.
-    pub fn new(dir: PathBuf, interval: Duration, loaded: Option<DirectoryStamp>) -> Watcher {
+    pub fn new(
+        sources: impl Into<ToolSources>,
+        interval: Duration,
+        loaded: Option<DirectoryStamp>,
+    ) -> Watcher {
         let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         Watcher {
-            dir,
+            sources: sources.into(),
             loaded,
             pending: None,
             ticker,
@@ -73,8 +78,8 @@ impl Watcher {
     pub async fn changed(&mut self) {
         loop {
             self.ticker.tick().await;
-            let dir = self.dir.clone();
-            let now = tokio::task::spawn_blocking(move || DirectoryStamp::read(&dir).ok())
+            let sources = self.sources.clone();
+            let now = tokio::task::spawn_blocking(move || DirectoryStamp::read(&sources).ok())
                 .await
                 .ok()
                 .flatten();
@@ -126,7 +131,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let mut watcher = Watcher::new(
-            dir.clone(),
+            &dir,
             Duration::from_millis(20),
             DirectoryStamp::read(&dir).ok(),
         );
@@ -154,11 +159,7 @@ mod tests {
         // starts, a component is added.
         let loaded = DirectoryStamp::read(dir.path()).unwrap();
         std::fs::write(dir.path().join("b.wasm"), "two").unwrap();
-        let mut watcher = Watcher::new(
-            dir.path().to_owned(),
-            Duration::from_millis(20),
-            Some(loaded),
-        );
+        let mut watcher = Watcher::new(dir.path(), Duration::from_millis(20), Some(loaded));
         tokio::time::timeout(Duration::from_secs(30), watcher.changed())
             .await
             .expect("the component added during the load is a change");

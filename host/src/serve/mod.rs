@@ -19,7 +19,7 @@ use crate::live::{self, LiveOptions};
 use crate::policy::ProtectedPaths;
 use crate::protocol::{AccessSettings, ProtocolSettings, Server};
 use crate::quotas::{Quotas, RateLimit};
-use crate::registry::Registry;
+use crate::registry::{Registry, ToolSources};
 use crate::sandbox::SandboxSettings;
 use crate::sealing::{
     InMemoryRedemptions, KeyRing, RedemptionStore, RedisRedemptions, StateLimits, StateSealer,
@@ -47,6 +47,8 @@ pub enum Transport {
 pub struct ServeConfig {
     /// Directory of tool components (`*.wasm`).
     pub tools: PathBuf,
+    /// Components pulled by OCI reference, served beside the directory's.
+    pub supply: Option<crate::supply::SupplySettings>,
     /// Threads of the runtime that serves requests and runs guests; `None`:
     /// one per CPU. Read by whoever builds that runtime (`airlock serve`).
     pub worker_threads: Option<usize>,
@@ -195,6 +197,9 @@ impl SingleUseStore {
 /// secrets, and the audit trail (not readable).
 fn protected_paths(config: &ServeConfig) -> ProtectedPaths {
     let mut protected = ProtectedPaths::default().no_write(&config.tools);
+    if let Some(supply) = &config.supply {
+        protected = protected.no_write(&supply.cache_dir);
+    }
     if let Some(cache_dir) = &config.cache_dir {
         protected = protected.no_write(cache_dir);
     }
@@ -319,7 +324,14 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     };
     let runtime = config.sandbox.start(protected_paths(&config))?;
     raise_open_file_limit(runtime.limits());
-    let registry = Registry::load(&runtime, &config.tools, config.cache_dir.as_deref()).await?;
+    let sources = ToolSources {
+        dir: config.tools.clone(),
+        pulled: match &config.supply {
+            Some(supply) => crate::supply::stage(supply).await?,
+            None => Vec::new(),
+        },
+    };
+    let registry = Registry::load(&runtime, &sources, config.cache_dir.as_deref()).await?;
     audit::loaded(registry.component_files());
     if registry.tools().is_empty()
         && registry.prompts().is_empty()
@@ -357,7 +369,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         server.clone(),
         runtime.clone(),
         LiveOptions {
-            dir: config.tools.clone(),
+            tools: sources,
             cache_dir: config.cache_dir.clone(),
             reload_every: config.reload_every,
             relist_every: config.relist_every,

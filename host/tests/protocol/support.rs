@@ -275,7 +275,7 @@ async fn serve(tools: &Path, setup: &Setup) -> (Arc<Server>, Arc<Endpoint>, Vec<
         }),
     );
     let live = LiveOptions {
-        dir: tools.to_owned(),
+        tools: tools.into(),
         cache_dir: Some(cache),
         reload_every: None,
         relist_every: Duration::ZERO,

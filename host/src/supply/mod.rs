@@ -1,0 +1,190 @@
+//! Components pulled by OCI reference, served like the tools directory's.
+//!
+//! A components file names each component by reference
+//! (`registry/repository:tag` or `…@sha256:<digest>`), with its manifest
+//! given inline or as a file ([`components`]). At start, each reference is
+//! resolved to the digest of its manifest, which must be the Wasm OCI
+//! artifact layout: one `application/wasm` layer ([`pull`]). Every blob's
+//! digest is checked, and blobs are kept in a cache by digest ([`store`]).
+//! Each component is then staged as `served/sha256-<digest>/NAME.wasm` with
+//! its manifest `NAME.toml` beside it, and loaded by the registry exactly
+//! like a file of the tools directory: so the digest is in every log line,
+//! audit record and `airlock inspect` report that names the file.
+//!
+//! With trusted keys (`--cosign-key`), a component loads only if a cosign
+//! signature by one of them names its manifest digest ([`signature`]); an
+//! entry of the components file may opt out (`unsigned = true`), which is
+//! logged as a warning at every start.
+//!
+//! `airlock pull` resolves every reference and writes a lock of digests
+//! ([`lock`]); a server started with the lock serves exactly those digests,
+//! and takes them from the cache without asking the registry when the cache
+//! holds them.
+
+pub mod components;
+pub mod lock;
+mod pull;
+pub mod signature;
+mod store;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use tracing::{info, warn};
+
+use self::components::{Components, Wanted};
+use self::lock::Lock;
+use self::pull::{PullError, Pulled, Puller};
+use self::signature::TrustedKeys;
+use self::store::Store;
+
+/// Where to reach registries, and the bounds of every pull.
+#[derive(Debug, Clone)]
+pub struct RegistrySettings {
+    /// The longest one component's pull may take (manifest and blob).
+    pub timeout: Duration,
+    /// The largest component blob (`--max-component-size`).
+    pub max_bytes: u64,
+    /// Registries (`host[:port]`) reached over plain HTTP besides loopback
+    /// ones.
+    pub plain_http: Vec<String>,
+    /// A file holding a bearer token for every registry.
+    pub token_file: Option<PathBuf>,
+    /// A file holding `user:password` for basic auth to every registry.
+    pub basic_auth_file: Option<PathBuf>,
+}
+
+/// What to pull, from where, and where to keep it.
+#[derive(Debug, Clone)]
+pub struct SupplySettings {
+    /// The components file.
+    pub components: PathBuf,
+    /// The lock file: served digests (for `serve`), or where to write them
+    /// (for `pull`).
+    pub lock: Option<PathBuf>,
+    /// The cache of blobs by digest and of staged components.
+    pub cache_dir: PathBuf,
+    /// How registries are reached.
+    pub registry: RegistrySettings,
+    /// Public keys (PEM, ECDSA P-256) of which one must have signed each
+    /// component; none: signatures are not checked.
+    pub cosign_keys: Vec<PathBuf>,
+}
+
+impl SupplySettings {
+    /// The trusted keys, if any are configured.
+    fn trust(&self) -> anyhow::Result<Option<TrustedKeys>> {
+        if self.cosign_keys.is_empty() {
+            return Ok(None);
+        }
+        TrustedKeys::read(&self.cosign_keys).map(Some)
+    }
+}
+
+/// Pulls `wanted` (pinned to `pinned` if given) and, with `trust`, checks
+/// its signature unless its entry opts out.
+async fn obtain(
+    puller: &Puller,
+    trust: Option<&TrustedKeys>,
+    wanted: &Wanted,
+    pinned: Option<&str>,
+) -> Result<Pulled, PullError> {
+    let pulled = puller.fetch(&wanted.reference, pinned).await?;
+    let Some(keys) = trust else {
+        return Ok(pulled);
+    };
+    if wanted.unsigned {
+        warn!(reference = %wanted.reference, digest = %pulled.digest, "SIGNATURE NOT CHECKED: component `{}` is served unsigned (`unsigned = true` in the components file)", wanted.name);
+        return Ok(pulled);
+    }
+    let layers = puller
+        .signatures(&wanted.reference, &pulled.digest)
+        .await
+        .map_err(|err| err.at(&pulled.digest))?;
+    keys.check(&pulled.digest, &layers)
+        .map_err(|reason| PullError::refused(reason).at(&pulled.digest))?;
+    info!(reference = %wanted.reference, digest = %pulled.digest, "signature verified");
+    Ok(pulled)
+}
+
+/// Pulls (or takes from the cache) every component of the components file
+/// and stages it for loading; returns the staged component files.
+///
+/// A component whose pull is refused (wrong layout, digest mismatch, too
+/// large, not found) is skipped with one `warn!` line naming its reference,
+/// digest and the reason. Fails if the files cannot be read, if a component
+/// is missing from the lock, or if a registry cannot be reached for a
+/// component the cache does not hold.
+pub async fn stage(settings: &SupplySettings) -> anyhow::Result<Vec<PathBuf>> {
+    let components = Components::read(&settings.components)?;
+    let lock = match &settings.lock {
+        Some(path) => Some(Lock::read(path)?),
+        None => None,
+    };
+    let trust = settings.trust()?;
+    let store = Store::open(&settings.cache_dir)?;
+    let puller = Puller::new(&settings.registry, &components, store.clone())?;
+    let mut staged = Vec::new();
+    for wanted in components.iter() {
+        let pinned = match &lock {
+            Some(lock) => Some(lock.digest_of(wanted)?),
+            None => None,
+        };
+        match obtain(&puller, trust.as_ref(), wanted, pinned.as_deref()).await {
+            Ok(pulled) => {
+                if pulled.from_cache {
+                    info!(reference = %wanted.reference, digest = %pulled.digest, "component taken from the cache (the registry was not asked)");
+                } else {
+                    info!(reference = %wanted.reference, digest = %pulled.digest, "component pulled");
+                }
+                staged.push(store.stage(wanted, &pulled)?);
+            }
+            Err(PullError::Refused { digest, reason }) => {
+                let digest = digest
+                    .as_deref()
+                    .or(pinned.as_deref())
+                    .or(wanted.reference.digest())
+                    .unwrap_or("unresolved");
+                warn!(reference = %wanted.reference, digest, "skipping component: {reason}");
+            }
+            Err(PullError::Unreachable(reason)) => bail!(
+                "component `{}` ({}): the registry cannot be reached and the cache does not hold it: {reason}",
+                wanted.name,
+                wanted.reference
+            ),
+        }
+    }
+    Ok(staged)
+}
+
+/// `airlock pull`: resolves every reference of the components file, pulls
+/// and checks every component into the cache, and writes the lock file.
+/// Fails (writing nothing) if any component cannot be pulled.
+pub async fn pull_and_lock(settings: &SupplySettings, lock_path: &Path) -> anyhow::Result<()> {
+    let components = Components::read(&settings.components)?;
+    let trust = settings.trust()?;
+    let store = Store::open(&settings.cache_dir)?;
+    let puller = Puller::new(&settings.registry, &components, store)?;
+    let mut lock = Lock::default();
+    let mut failures = Vec::new();
+    for wanted in components.iter() {
+        match obtain(&puller, trust.as_ref(), wanted, None).await {
+            Ok(pulled) => {
+                info!(reference = %wanted.reference, digest = %pulled.digest, "resolved");
+                lock.insert(wanted, pulled.digest);
+            }
+            Err(PullError::Refused { reason, .. } | PullError::Unreachable(reason)) => {
+                failures.push(format!(
+                    "`{}` ({}): {reason}",
+                    wanted.name, wanted.reference
+                ));
+            }
+        }
+    }
+    if !failures.is_empty() {
+        bail!("not locked, nothing written: {}", failures.join("; "));
+    }
+    lock.write(lock_path)
+        .with_context(|| format!("cannot write the lock file {}", lock_path.display()))
+}

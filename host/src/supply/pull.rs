@@ -1,0 +1,489 @@
+//! Pulling one component by reference: its manifest, which must be the Wasm
+//! OCI artifact layout (one `application/wasm` layer), then its layer, each
+//! checked against its digest and bounded in size and time.
+
+use std::net::IpAddr;
+
+use anyhow::Context as _;
+use futures_util::StreamExt as _;
+use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::errors::OciDistributionError;
+use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageManifest};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference};
+
+use super::RegistrySettings;
+use super::components::Components;
+use super::signature::{PAYLOAD_MEDIA_TYPE, SIGNATURE_ANNOTATION, signature_tag};
+use super::store::Store;
+use crate::units::format_size;
+
+/// The media type of a component's layer in the Wasm OCI artifact layout
+/// (`wkg oci push` writes it).
+pub(super) const WASM_MEDIA_TYPE: &str = "application/wasm";
+
+/// The largest manifest (or signature payload) read: a single-layer
+/// manifest is well under 4 KiB.
+const MAX_MANIFEST_BYTES: u64 = 64 * 1024;
+
+/// A component pulled (or taken from the cache), its digests checked.
+#[derive(Debug)]
+pub(super) struct Pulled {
+    /// The digest of its manifest: what it is locked at and served as.
+    pub(super) digest: String,
+    /// The component.
+    pub(super) wasm: Vec<u8>,
+    /// Whether the cache held it all (the registry was not asked).
+    pub(super) from_cache: bool,
+}
+
+/// Why a component was not pulled.
+#[derive(Debug)]
+pub(super) enum PullError {
+    /// The registry could not be reached: a start without it cannot go on.
+    Unreachable(String),
+    /// The registry answered, but what it holds is not served: skip it.
+    Refused {
+        /// The digest of its manifest, if it was resolved.
+        digest: Option<String>,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl PullError {
+    /// Refused for `reason`.
+    pub(super) fn refused(reason: String) -> PullError {
+        PullError::Refused {
+            digest: None,
+            reason,
+        }
+    }
+
+    /// The same error, naming `digest` if it named none.
+    pub(super) fn at(self, resolved: &str) -> PullError {
+        match self {
+            PullError::Refused {
+                digest: None,
+                reason,
+            } => PullError::Refused {
+                digest: Some(resolved.to_owned()),
+                reason,
+            },
+            other => other,
+        }
+    }
+}
+
+/// An OCI registry client with the settings of every pull.
+pub(super) struct Puller {
+    client: Client,
+    auth: RegistryAuth,
+    store: Store,
+    settings: RegistrySettings,
+}
+
+impl Puller {
+    /// A client for the registries of `components`: plain HTTP for loopback
+    /// ones and those `settings` allow, HTTPS for the rest.
+    pub(super) fn new(
+        settings: &RegistrySettings,
+        components: &Components,
+        store: Store,
+    ) -> anyhow::Result<Puller> {
+        // rustls without a provider of its own: ours is ring. Installing it
+        // fails only if one is installed already, which is as good.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut plain_http = settings.plain_http.clone();
+        plain_http.extend(
+            components
+                .iter()
+                .map(|wanted| wanted.reference.resolve_registry().to_owned())
+                .filter(|registry| is_loopback(registry)),
+        );
+        let client = Client::try_from(ClientConfig {
+            protocol: ClientProtocol::HttpsExcept(plain_http),
+            connect_timeout: Some(settings.timeout),
+            read_timeout: Some(settings.timeout),
+            // A component is one layer: an index is refused, not resolved.
+            platform_resolver: None,
+            ..ClientConfig::default()
+        })
+        .context("cannot make the registry client")?;
+        Ok(Puller {
+            client,
+            auth: auth(settings)?,
+            store,
+            settings: settings.clone(),
+        })
+    }
+
+    /// The component at `reference`, pinned to the manifest digest
+    /// `pinned` if given (else the reference's own digest, else its tag as
+    /// the registry resolves it now). A pinned component the cache holds is
+    /// taken from it without asking the registry.
+    pub(super) async fn fetch(
+        &self,
+        reference: &Reference,
+        pinned: Option<&str>,
+    ) -> Result<Pulled, PullError> {
+        let pinned = pinned.or(reference.digest());
+        if let Some(digest) = pinned
+            && let Some(pulled) = self.cached(digest)
+        {
+            return Ok(pulled);
+        }
+        let timeout = self.settings.timeout;
+        tokio::time::timeout(timeout, self.pulled(reference, pinned))
+            .await
+            .unwrap_or_else(|_| {
+                Err(PullError::refused(format!(
+                    "pulling it took longer than --pull-timeout ({})",
+                    humantime::format_duration(timeout)
+                )))
+            })
+    }
+
+    fn cached(&self, digest: &str) -> Option<Pulled> {
+        let manifest = self.store.read(digest, MAX_MANIFEST_BYTES)?;
+        let layer = wasm_layer(&manifest, self.settings.max_bytes).ok()?;
+        let wasm = self.store.read(&layer.digest, self.settings.max_bytes)?;
+        Some(Pulled {
+            digest: digest.to_owned(),
+            wasm,
+            from_cache: true,
+        })
+    }
+
+    async fn pulled(
+        &self,
+        reference: &Reference,
+        pinned: Option<&str>,
+    ) -> Result<Pulled, PullError> {
+        let by = match pinned {
+            Some(digest) => reference.clone_with_digest(digest.to_owned()),
+            None => reference.clone(),
+        };
+        let (manifest, _) = self
+            .client
+            .pull_manifest_raw(&by, &self.auth, &[OCI_IMAGE_MEDIA_TYPE])
+            .await
+            .map_err(|err| failure("its manifest could not be pulled", err))?;
+        if manifest.len() as u64 > MAX_MANIFEST_BYTES {
+            return Err(PullError::refused(format!(
+                "its manifest is larger than {}",
+                format_size(MAX_MANIFEST_BYTES)
+            )));
+        }
+        let digest = sha256_of(&manifest);
+        if let Some(pinned) = pinned
+            && digest != pinned
+        {
+            return Err(PullError::refused(format!(
+                "the registry sent a manifest whose digest is {digest}, not {pinned}"
+            )));
+        }
+        let at = |err: PullError| err.at(&digest);
+        let layer = wasm_layer(&manifest, self.settings.max_bytes)
+            .map_err(|reason| at(PullError::refused(reason)))?;
+        let wasm = match self.store.read(&layer.digest, self.settings.max_bytes) {
+            Some(wasm) => wasm,
+            None => {
+                let wasm = self.pull_layer(&by, &layer).await.map_err(at)?;
+                self.keep(&layer.digest, &wasm).map_err(at)?;
+                wasm
+            }
+        };
+        self.keep(&digest, &manifest).map_err(at)?;
+        Ok(Pulled {
+            digest,
+            wasm,
+            from_cache: false,
+        })
+    }
+
+    /// Streams the layer, at most its listed size (itself at most
+    /// `--max-component-size`), and checks its digest.
+    async fn pull_layer(
+        &self,
+        reference: &Reference,
+        layer: &OciDescriptor,
+    ) -> Result<Vec<u8>, PullError> {
+        let limit = u64::try_from(layer.size).unwrap_or(0);
+        let mut stream = self
+            .client
+            .pull_blob_stream(reference, layer)
+            .await
+            .map_err(|err| failure("its layer could not be pulled", err))?
+            .stream;
+        let mut wasm = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|err| {
+                // The client checks the digest too, as the last bytes come.
+                let mismatch = err
+                    .get_ref()
+                    .is_some_and(|inner| inner.is::<oci_client::errors::DigestError>());
+                if mismatch {
+                    PullError::refused(format!(
+                        "its layer does not have the digest {} its manifest names (tampered or corrupted): {err}",
+                        layer.digest
+                    ))
+                } else {
+                    PullError::refused(format!("its layer could not be pulled: {err}"))
+                }
+            })?;
+            if (wasm.len() + chunk.len()) as u64 > limit {
+                return Err(PullError::refused(format!(
+                    "the registry sent more than the {} its manifest lists for its layer",
+                    format_size(limit)
+                )));
+            }
+            wasm.extend_from_slice(&chunk);
+        }
+        let actual = sha256_of(&wasm);
+        if actual != layer.digest {
+            return Err(PullError::refused(format!(
+                "its layer's digest is {actual}, not the {} its manifest names (tampered or corrupted)",
+                layer.digest
+            )));
+        }
+        Ok(wasm)
+    }
+
+    /// The cosign signature layers (each payload and its signature) of
+    /// the manifest `digest` of `reference`: from the cache, else from the
+    /// registry's `sha256-<hex>.sig` tag (then kept).
+    pub(super) async fn signatures(
+        &self,
+        reference: &Reference,
+        digest: &str,
+    ) -> Result<Vec<(Vec<u8>, String)>, PullError> {
+        let timeout = self.settings.timeout;
+        tokio::time::timeout(timeout, self.signature_layers(reference, digest))
+            .await
+            .unwrap_or_else(|_| {
+                Err(PullError::refused(format!(
+                    "pulling its signature took longer than --pull-timeout ({})",
+                    humantime::format_duration(timeout)
+                )))
+            })
+    }
+
+    async fn signature_layers(
+        &self,
+        reference: &Reference,
+        digest: &str,
+    ) -> Result<Vec<(Vec<u8>, String)>, PullError> {
+        let tag = signature_tag(digest);
+        let by = Reference::with_tag(
+            reference.registry().to_owned(),
+            reference.repository().to_owned(),
+            tag.clone(),
+        );
+        let manifest = match self.store.read_signature(digest) {
+            Some(manifest) => manifest,
+            None => {
+                let (manifest, _) = self
+                    .client
+                    .pull_manifest_raw(&by, &self.auth, &[OCI_IMAGE_MEDIA_TYPE])
+                    .await
+                    .map_err(|err| match failure("", err) {
+                        PullError::Refused { reason, .. } => PullError::refused(format!(
+                            "it is unsigned: its signature `{tag}` could not be pulled{reason}"
+                        )),
+                        unreachable => unreachable,
+                    })?;
+                manifest.to_vec()
+            }
+        };
+        if manifest.len() as u64 > MAX_MANIFEST_BYTES {
+            return Err(PullError::refused(format!(
+                "its signature manifest is larger than {}",
+                format_size(MAX_MANIFEST_BYTES)
+            )));
+        }
+        let parsed: OciImageManifest = serde_json::from_slice(&manifest).map_err(|err| {
+            PullError::refused(format!(
+                "its signature manifest is not an OCI image manifest: {err}"
+            ))
+        })?;
+        let mut layers = Vec::new();
+        for layer in &parsed.layers {
+            let signature = layer
+                .annotations
+                .as_ref()
+                .and_then(|annotations| annotations.get(SIGNATURE_ANNOTATION));
+            let Some(signature) = signature.filter(|_| layer.media_type == PAYLOAD_MEDIA_TYPE)
+            else {
+                continue;
+            };
+            if sha256_hex(&layer.digest).is_none()
+                || !u64::try_from(layer.size).is_ok_and(|size| size <= MAX_MANIFEST_BYTES)
+            {
+                return Err(PullError::refused(format!(
+                    "its signature payload {} is not a sha256 blob of at most {}",
+                    layer.digest,
+                    format_size(MAX_MANIFEST_BYTES)
+                )));
+            }
+            let payload = match self.store.read(&layer.digest, MAX_MANIFEST_BYTES) {
+                Some(payload) => payload,
+                None => {
+                    let payload = self.pull_layer(&by, layer).await?;
+                    self.keep(&layer.digest, &payload)?;
+                    payload
+                }
+            };
+            layers.push((payload, signature.clone()));
+        }
+        self.store
+            .write_signature(digest, &manifest)
+            .map_err(|err| PullError::refused(format!("cannot keep its signature: {err:#}")))?;
+        Ok(layers)
+    }
+
+    fn keep(&self, digest: &str, bytes: &[u8]) -> Result<(), PullError> {
+        self.store
+            .write(digest, bytes)
+            .map_err(|err| PullError::refused(format!("cannot keep it in the cache: {err:#}")))
+    }
+}
+
+/// The one layer of a Wasm OCI artifact manifest: refuses another layout,
+/// another media type, and a layer larger than `max_bytes`.
+fn wasm_layer(manifest: &[u8], max_bytes: u64) -> Result<OciDescriptor, String> {
+    let manifest: OciImageManifest = serde_json::from_slice(manifest)
+        .map_err(|err| format!("its manifest is not an OCI image manifest: {err}"))?;
+    let [layer] = &manifest.layers[..] else {
+        return Err(format!(
+            "its manifest has {} layers: a component is one `{WASM_MEDIA_TYPE}` layer",
+            manifest.layers.len()
+        ));
+    };
+    if layer.media_type != WASM_MEDIA_TYPE {
+        return Err(format!(
+            "its layer's media type is `{}`, not `{WASM_MEDIA_TYPE}`",
+            layer.media_type
+        ));
+    }
+    if sha256_hex(&layer.digest).is_none() {
+        return Err(format!("its layer's digest {} is not sha256", layer.digest));
+    }
+    match u64::try_from(layer.size) {
+        Ok(size) if size <= max_bytes => Ok(layer.clone()),
+        _ => Err(format!(
+            "its layer is {} bytes, more than --max-component-size ({})",
+            layer.size,
+            format_size(max_bytes)
+        )),
+    }
+}
+
+/// Tells an unreachable registry from one that refused.
+fn failure(what: &str, err: OciDistributionError) -> PullError {
+    match err {
+        OciDistributionError::RequestError(err) if err.is_connect() || err.is_timeout() => {
+            PullError::Unreachable(format!("{what}: {err}"))
+        }
+        err => PullError::refused(format!("{what}: {err}")),
+    }
+}
+
+/// The authentication sent to every registry.
+fn auth(settings: &RegistrySettings) -> anyhow::Result<RegistryAuth> {
+    let read = |path: &std::path::Path| {
+        std::fs::read_to_string(path)
+            .map(|text| text.trim().to_owned())
+            .with_context(|| format!("cannot read {}", path.display()))
+    };
+    if let Some(path) = &settings.token_file {
+        return Ok(RegistryAuth::Bearer(read(path)?));
+    }
+    if let Some(path) = &settings.basic_auth_file {
+        let text = read(path)?;
+        let (user, password) = text
+            .split_once(':')
+            .with_context(|| format!("{}: expected `user:password`", path.display()))?;
+        return Ok(RegistryAuth::Basic(user.to_owned(), password.to_owned()));
+    }
+    Ok(RegistryAuth::Anonymous)
+}
+
+/// Whether `registry` (`host[:port]`) is this machine.
+fn is_loopback(registry: &str) -> bool {
+    let host = match registry.rsplit_once(':') {
+        Some((host, port)) if port.chars().all(|c| c.is_ascii_digit()) => host,
+        _ => registry,
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// `sha256:<hex>` of `bytes`.
+pub(super) fn sha256_of(bytes: &[u8]) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
+    let hex: String = digest
+        .as_ref()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    format!("sha256:{hex}")
+}
+
+/// The hex of a `sha256:<64 lowercase hex digits>` digest, if it is one.
+pub(super) fn sha256_hex(digest: &str) -> Option<&str> {
+    let hex = digest.strip_prefix("sha256:")?;
+    (hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))).then_some(hex)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_registries_are_told_apart() {
+        for registry in [
+            "127.0.0.1:5000",
+            "localhost",
+            "localhost:5000",
+            "[::1]:5000",
+        ] {
+            assert!(is_loopback(registry), "{registry}");
+        }
+        for registry in [
+            "registry.example.com",
+            "10.0.0.1:5000",
+            "localhost.example.com",
+        ] {
+            assert!(!is_loopback(registry), "{registry}");
+        }
+    }
+
+    fn manifest(layers: &[(&str, i64)]) -> Vec<u8> {
+        let layers: Vec<_> = layers
+            .iter()
+            .map(|(media_type, size)| {
+                serde_json::json!({"mediaType": media_type, "digest": format!("sha256:{}", "0".repeat(64)), "size": size})
+            })
+            .collect();
+        serde_json::to_vec(&serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": OCI_IMAGE_MEDIA_TYPE,
+            "config": {"mediaType": "application/vnd.wasm.config.v0+json", "digest": format!("sha256:{}", "1".repeat(64)), "size": 2},
+            "layers": layers,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn only_one_wasm_layer_within_the_size_limit_is_a_component() {
+        assert!(wasm_layer(&manifest(&[(WASM_MEDIA_TYPE, 100)]), 100).is_ok());
+        let refused = |m: Vec<u8>| wasm_layer(&m, 100).unwrap_err();
+        assert!(refused(manifest(&[(WASM_MEDIA_TYPE, 101)])).contains("--max-component-size"));
+        assert!(refused(manifest(&[("application/octet-stream", 10)])).contains("media type"));
+        assert!(
+            refused(manifest(&[(WASM_MEDIA_TYPE, 1), (WASM_MEDIA_TYPE, 1)])).contains("2 layers")
+        );
+        assert!(refused(b"{}".to_vec()).contains("not an OCI image manifest"));
+    }
+}

@@ -1,0 +1,383 @@
+//! Components pulled by OCI reference from a real registry (Debian's
+//! `docker-registry`, started by each test), pushed in the Wasm OCI
+//! artifact layout: served beside the tools directory with their digest in
+//! the log and in `airlock inspect`, bad artifacts refused each with its
+//! reason while the others serve, a lock pinning digests while a tag moves,
+//! a registry down at start with a warm and with a cold cache, and cosign
+//! signatures checked before load (online, and offline from the cache).
+
+use std::path::{Path, PathBuf};
+
+use airlock_e2e::oci_registry::{CosignKey, OciRegistry, WASM_LAYER};
+use airlock_e2e::paths::component;
+use airlock_e2e::{Airlock, McpClient, ToolsDir, run_airlock};
+
+/// The bytes of the built component `name`.
+fn wasm(name: &str) -> Vec<u8> {
+    std::fs::read(component(name)).expect("read a built component")
+}
+
+/// A components file and a pull cache of a test's own.
+struct Supply {
+    dir: tempfile::TempDir,
+}
+
+impl Supply {
+    /// `entries`: (name, reference) of each component.
+    fn new(entries: &[(&str, String)]) -> Supply {
+        let text: String = entries
+            .iter()
+            .map(|(name, reference)| format!("[{name}]\nreference = \"{reference}\"\n\n"))
+            .collect();
+        Supply::with_text(&text)
+    }
+
+    /// A components file of `text`.
+    fn with_text(text: &str) -> Supply {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("components.toml"), text).unwrap();
+        Supply { dir }
+    }
+
+    /// Writes `key`'s public key beside the components file; returns its path.
+    fn trust(&self, key: &CosignKey) -> PathBuf {
+        let path = self.dir.path().join("cosign.pub");
+        std::fs::write(&path, key.public_pem()).unwrap();
+        path
+    }
+
+    fn components(&self) -> PathBuf {
+        self.dir.path().join("components.toml")
+    }
+
+    fn lock(&self) -> PathBuf {
+        self.dir.path().join("airlock.lock")
+    }
+
+    fn cache(&self) -> PathBuf {
+        self.dir.path().join("pulled")
+    }
+
+    /// `--components` and `--pull-cache-dir` (`cache`).
+    fn args(&self, cache: &Path) -> Vec<String> {
+        vec![
+            "--components".into(),
+            self.components().display().to_string(),
+            "--pull-cache-dir".into(),
+            cache.display().to_string(),
+        ]
+    }
+
+    /// Runs `airlock pull` into the test's cache; returns its status and stderr.
+    fn pull(&self) -> (bool, String) {
+        self.pull_with(&[])
+    }
+
+    /// Runs `airlock pull` with `extra` arguments too.
+    fn pull_with(&self, extra: &[&str]) -> (bool, String) {
+        let mut args = vec!["pull".to_owned()];
+        args.extend(extra.iter().map(|arg| (*arg).to_owned()));
+        args.extend(self.args(&self.cache()));
+        args.extend(["--lock".to_owned(), self.lock().display().to_string()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (status, _, stderr) = run_airlock(&args);
+        (status.success(), stderr)
+    }
+}
+
+/// The line of `stderr` that mentions every one of `needles`.
+fn line_with<'a>(stderr: &'a str, needles: &[&str]) -> Option<&'a str> {
+    stderr
+        .lines()
+        .find(|line| needles.iter().all(|needle| line.contains(needle)))
+}
+
+#[test]
+fn components_by_tag_and_by_digest_load_and_serve_with_their_digest() {
+    let registry = OciRegistry::start();
+    let hash = registry.push_component("tools/hash", "1", &wasm("hash"));
+    let summarize = registry.push_component("tools/summarize", "1", &wasm("summarize"));
+    let by_tag = format!("{}/tools/hash:1", registry.host());
+    let by_digest = format!("{}/tools/summarize@{summarize}", registry.host());
+    let supply = Supply::new(&[("hash", by_tag.clone()), ("summarize", by_digest.clone())]);
+    let tools = ToolsDir::with(&["report"]);
+    let server = Airlock::new(&tools)
+        .args(supply.args(&supply.cache()))
+        .start_http();
+    let client = server.client();
+    assert_eq!(client.tool_names(), ["build_report", "sha256", "summarize"]);
+    airlock_e2e::flows::sha256(&client);
+    let stderr = server.stderr();
+    for (reference, digest) in [(&by_tag, &hash), (&by_digest, &summarize)] {
+        assert!(
+            line_with(&stderr, &["component pulled", reference, digest]).is_some(),
+            "a log line names {reference} and its digest {digest}:\n{stderr}"
+        );
+    }
+    let hex = hash.strip_prefix("sha256:").unwrap();
+    assert!(
+        line_with(
+            &stderr,
+            &["loaded component", &format!("sha256-{hex}"), "sha256"]
+        )
+        .is_some(),
+        "the load line names the digest:\n{stderr}"
+    );
+    let staged = supply
+        .cache()
+        .join("served")
+        .join(format!("sha256-{hex}"))
+        .join("hash.wasm");
+    let (status, report, inspect_err) = run_airlock(&["inspect", staged.to_str().unwrap()]);
+    assert!(status.success(), "{inspect_err}");
+    assert!(
+        report.contains(&format!("sha256-{hex}")) && report.contains("sha256"),
+        "inspect names the digest:\n{report}"
+    );
+}
+
+#[test]
+fn bad_artifacts_are_refused_each_with_its_reason_while_the_others_serve() {
+    let registry = OciRegistry::start();
+    let host = registry.host();
+    registry.push_component("tools/hash", "1", &wasm("hash"));
+    let wrong_type = registry.push_layers(
+        "tools/wrong-type",
+        "1",
+        &[("application/octet-stream", &wasm("summarize"))],
+    );
+    let two_layers = registry.push_layers(
+        "tools/two-layers",
+        "1",
+        &[
+            (WASM_LAYER, &wasm("summarize")),
+            (WASM_LAYER, &wasm("report")),
+        ],
+    );
+    let report = wasm("report");
+    let tampered = registry.push_component("tools/tampered", "1", &report);
+    let mut altered = report.clone();
+    let last = altered.len() - 1;
+    altered[last] ^= 0xff;
+    registry.tamper_blob(&airlock_e2e::oci_registry::sha256(&report), &altered);
+    // Larger than --max-component-size, which hash is not.
+    let mut big = wasm("deploy");
+    big.resize(3 << 20, 0);
+    let oversized = registry.push_component("tools/oversized", "1", &big);
+    let supply = Supply::new(&[
+        ("hash", format!("{host}/tools/hash:1")),
+        ("wrong_type", format!("{host}/tools/wrong-type:1")),
+        ("two_layers", format!("{host}/tools/two-layers:1")),
+        ("tampered", format!("{host}/tools/tampered:1")),
+        ("oversized", format!("{host}/tools/oversized:1")),
+    ]);
+    let server = Airlock::new(&ToolsDir::new())
+        .args(supply.args(&supply.cache()))
+        .args(["--max-component-size", "1MiB"])
+        .start_http();
+    assert_eq!(server.client().tool_names(), ["sha256"]);
+    let stderr = server.stderr();
+    for (repository, digest, reason) in [
+        (
+            "tools/wrong-type:1",
+            &wrong_type,
+            "media type is `application/octet-stream`",
+        ),
+        ("tools/two-layers:1", &two_layers, "has 2 layers"),
+        ("tools/tampered:1", &tampered, "digest"),
+        ("tools/oversized:1", &oversized, "--max-component-size"),
+    ] {
+        assert!(
+            line_with(&stderr, &["skipping component", repository, digest, reason]).is_some(),
+            "one line names {repository}, its digest and `{reason}`:\n{stderr}"
+        );
+    }
+    assert!(
+        line_with(
+            &stderr,
+            &[
+                "skipping component",
+                "tools/tampered:1",
+                "tampered or corrupted"
+            ]
+        )
+        .is_some(),
+        "the tampered blob is called what it is:\n{stderr}"
+    );
+}
+
+#[test]
+fn a_lock_pins_the_digest_while_the_tag_moves() {
+    let registry = OciRegistry::start();
+    let first = registry.push_component("tools/moving", "stable", &wasm("hash"));
+    let supply = Supply::new(&[("moving", format!("{}/tools/moving:stable", registry.host()))]);
+    let (pulled, stderr) = supply.pull();
+    assert!(pulled, "airlock pull: {stderr}");
+    let lock = std::fs::read_to_string(supply.lock()).unwrap();
+    assert!(lock.contains(&first), "the lock holds the digest:\n{lock}");
+
+    let moved = registry.push_component("tools/moving", "stable", &wasm("summarize"));
+    assert_ne!(moved, first);
+    let locked = Airlock::new(&ToolsDir::new())
+        .args(supply.args(&supply.cache()))
+        .arg("--lock")
+        .arg(supply.lock())
+        .start_http();
+    assert_eq!(
+        locked.client().tool_names(),
+        ["sha256"],
+        "the locked digest is served"
+    );
+    let unlocked = Airlock::new(&ToolsDir::new())
+        .args(supply.args(&supply.cache()))
+        .start_http();
+    assert_eq!(
+        unlocked.client().tool_names(),
+        ["summarize"],
+        "the tag, now moved"
+    );
+}
+
+#[test]
+fn registry_down_at_start_serves_a_warm_cache_and_refuses_a_cold_one() {
+    let mut registry = OciRegistry::start();
+    let digest = registry.push_component("tools/hash", "1", &wasm("hash"));
+    let reference = format!("{}/tools/hash:1", registry.host());
+    let supply = Supply::new(&[("hash", reference.clone())]);
+    let (pulled, stderr) = supply.pull();
+    assert!(pulled, "airlock pull: {stderr}");
+    registry.stop();
+
+    let warm = Airlock::new(&ToolsDir::new())
+        .args(supply.args(&supply.cache()))
+        .arg("--lock")
+        .arg(supply.lock())
+        .start_http();
+    airlock_e2e::flows::sha256(&warm.client());
+    let stderr = warm.stderr();
+    assert!(
+        line_with(&stderr, &["taken from the cache", &reference, &digest]).is_some(),
+        "the log says the cache served it:\n{stderr}"
+    );
+
+    let cold = tempfile::tempdir().unwrap();
+    let (status, stderr) = Airlock::new(&ToolsDir::new())
+        .args(supply.args(cold.path()))
+        .arg("--lock")
+        .arg(supply.lock())
+        .run_expecting_exit();
+    assert!(!status.success());
+    assert!(
+        line_with(
+            &stderr,
+            &["hash", "cannot be reached", "cache does not hold it"]
+        )
+        .is_some(),
+        "the refusal names the component and why:\n{stderr}"
+    );
+}
+
+#[test]
+fn signatures_are_checked_before_load_and_each_refusal_says_why() {
+    let registry = OciRegistry::start();
+    let host = registry.host();
+    let key = CosignKey::generate();
+    let other = CosignKey::generate();
+    let signed = registry.push_component("tools/signed", "1", &wasm("hash"));
+    registry.push_signature("tools/signed", &signed, &signed, &key);
+    let unsigned = registry.push_component("tools/unsigned", "1", &wasm("summarize"));
+    let other_key = registry.push_component("tools/other-key", "1", &wasm("report"));
+    registry.push_signature("tools/other-key", &other_key, &other_key, &other);
+    let other_digest = registry.push_component("tools/other-digest", "1", &wasm("work_items"));
+    registry.push_signature("tools/other-digest", &other_digest, &signed, &key);
+    let opted_out = registry.push_component("tools/dev", "1", &wasm("deploy"));
+    let supply = Supply::with_text(&format!(
+        "[signed]\nreference = \"{host}/tools/signed:1\"\n\
+         [unsigned]\nreference = \"{host}/tools/unsigned:1\"\n\
+         [other_key]\nreference = \"{host}/tools/other-key:1\"\n\
+         [other_digest]\nreference = \"{host}/tools/other-digest:1\"\n\
+         [dev]\nreference = \"{host}/tools/dev:1\"\nunsigned = true\n"
+    ));
+    let public = supply.trust(&key);
+    let server = Airlock::new(&ToolsDir::new())
+        .args(supply.args(&supply.cache()))
+        .arg("--cosign-key")
+        .arg(&public)
+        .start_http();
+    assert_eq!(
+        server.client().tool_names(),
+        ["confirm", "deploy", "sha256"]
+    );
+    let stderr = server.stderr();
+    assert!(
+        line_with(&stderr, &["signature verified", "tools/signed:1", &signed]).is_some(),
+        "{stderr}"
+    );
+    for (repository, digest, reason) in [
+        ("tools/unsigned:1", &unsigned, "it is unsigned"),
+        (
+            "tools/other-key:1",
+            &other_key,
+            "not signed by a trusted key",
+        ),
+        ("tools/other-digest:1", &other_digest, "another digest"),
+    ] {
+        assert!(
+            line_with(&stderr, &["skipping component", repository, digest, reason]).is_some(),
+            "one line names {repository}, its digest and `{reason}`:\n{stderr}"
+        );
+    }
+    assert!(
+        line_with(
+            &stderr,
+            &["SIGNATURE NOT CHECKED", "tools/dev:1", &opted_out]
+        )
+        .is_some(),
+        "the opt-out is logged loudly:\n{stderr}"
+    );
+}
+
+#[test]
+fn a_locked_signed_component_is_verified_again_from_the_cache_with_the_registry_down() {
+    let mut registry = OciRegistry::start();
+    let key = CosignKey::generate();
+    let digest = registry.push_component("tools/hash", "1", &wasm("hash"));
+    registry.push_signature("tools/hash", &digest, &digest, &key);
+    let supply = Supply::new(&[("hash", format!("{}/tools/hash:1", registry.host()))]);
+    let public = supply.trust(&key);
+    let (pulled, stderr) = supply.pull_with(&["--cosign-key", public.to_str().unwrap()]);
+    assert!(pulled, "airlock pull: {stderr}");
+    registry.stop();
+    let server = Airlock::new(&ToolsDir::new())
+        .args(supply.args(&supply.cache()))
+        .arg("--lock")
+        .arg(supply.lock())
+        .arg("--cosign-key")
+        .arg(&public)
+        .start_http();
+    airlock_e2e::flows::sha256(&server.client());
+    let stderr = server.stderr();
+    assert!(
+        line_with(&stderr, &["signature verified", &digest]).is_some(),
+        "verified offline:\n{stderr}"
+    );
+    // Another key: the cached signature does not verify, so nothing loads.
+    let stranger = supply.dir.path().join("stranger.pub");
+    std::fs::write(&stranger, CosignKey::generate().public_pem()).unwrap();
+    let refused = Airlock::new(&ToolsDir::new())
+        .args(supply.args(&supply.cache()))
+        .arg("--lock")
+        .arg(supply.lock())
+        .arg("--cosign-key")
+        .arg(&stranger)
+        .start_http();
+    let stderr = refused.stderr();
+    assert!(
+        line_with(
+            &stderr,
+            &["skipping component", &digest, "not signed by a trusted key"]
+        )
+        .is_some(),
+        "{stderr}"
+    );
+}
