@@ -105,7 +105,11 @@ impl ToolsDir {
 
     /// Writes a file with the given bytes.
     pub fn add_bytes(&self, file_name: &str, bytes: &[u8]) -> &Self {
-        fs::write(self.path().join(file_name), bytes).expect("write into the tools dir");
+        let path = self.path().join(file_name);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).expect("make the directories of a file in the tools dir");
+        }
+        fs::write(path, bytes).expect("write into the tools dir");
         self
     }
 

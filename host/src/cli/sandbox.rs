@@ -74,6 +74,15 @@ pub struct SandboxOptions {
     #[arg(long, value_name = "SIZE", default_value = "4MiB", help_heading = COMPONENTS,
           value_parser = values::size(1 << 10, u64::MAX))]
     pub max_listing: u64,
+    /// Most files one skill of a component's skills directory (`NAME.skills/<skill>/`) may hold; a
+    /// skill with more is not served.
+    #[arg(long, value_name = "N", default_value_t = 512, help_heading = COMPONENTS,
+          value_parser = clap::value_parser!(u64).range(1..=512))]
+    pub max_skill_files: u64,
+    /// Most bytes the files of one skill may take together; a larger skill is not served.
+    #[arg(long, value_name = "SIZE", default_value = "16MiB", help_heading = COMPONENTS,
+          value_parser = values::size(1 << 10, 16 << 20))]
+    pub max_skill_size: u64,
 }
 
 /// The heading of the options that bound what a component may be and list.
@@ -97,6 +106,8 @@ impl SandboxOptions {
                 max_component_bytes: self.max_component_size,
                 max_schema_bytes: saturate(self.max_schema),
                 max_listing_bytes: saturate(self.max_listing),
+                max_skill_files: saturate(self.max_skill_files),
+                max_skill_bytes: self.max_skill_size,
                 ..limits
             },
             secrets_file: self.secrets_file,

@@ -81,6 +81,9 @@ impl Gate<'_> {
                 None => Ok(()),
             },
             Method::ResourcesRead => match text("uri") {
+                Some(uri) if registry.find_skill_file(uri).is_some() => {
+                    self.skill(uri, || resource_not_found(uri))
+                }
                 Some(uri) => match registry.resolve_resource(uri) {
                     Some((served, _)) => self.item(
                         Kind::Resource,
@@ -90,6 +93,14 @@ impl Gate<'_> {
                     ),
                     None => Ok(()),
                 },
+                None => Ok(()),
+            },
+            Method::SkillsGet => match text("uri") {
+                Some(uri) => self.skill(uri, || super::skills::unknown_skill(uri)),
+                None => Ok(()),
+            },
+            Method::ResourcesDirectoryRead => match text("uri") {
+                Some(uri) => self.skill(uri, || super::skills::not_a_directory(uri)),
                 None => Ok(()),
             },
             Method::CompletionComplete => {
@@ -143,6 +154,31 @@ impl Gate<'_> {
         match self.catalog.registry.find(name) {
             Some(tool) => self.item(Kind::Tool, name, tool.access_rule(Kind::Tool), unseen),
             None => Ok(()),
+        }
+    }
+
+    /// Checks that the caller may use the skill `uri` is a place in (its
+    /// `SKILL.md`, a file or a directory of it), by the skill's rule;
+    /// `unseen`: the error of a place that does not exist.
+    fn skill(&self, uri: &str, unseen: impl FnOnce() -> RpcError) -> Result<(), RpcError> {
+        match self.catalog.registry.skill_place(uri) {
+            Some((skill, _)) => self.item(
+                Kind::Resource,
+                skill.key(),
+                skill.access_rule(Kind::Resource),
+                unseen,
+            ),
+            None => Ok(()),
+        }
+    }
+
+    /// The `cacheScope` of what a caller gets of `pages` (items of
+    /// `kind`): `private` when it may depend on who asks.
+    pub(super) fn scope(&self, pages: &Pages, kind: Kind) -> &'static str {
+        if self.settings.rules.covers(kind, pages.has_rules()) {
+            "private"
+        } else {
+            "public"
         }
     }
 
@@ -200,7 +236,7 @@ impl Gate<'_> {
         kind: Kind,
         cursor: Option<&Value>,
     ) -> Result<(Page<'p>, &'static str), RpcError> {
-        if !self.settings.rules.covers(kind, pages.has_rules()) {
+        if self.scope(pages, kind) == "public" {
             return Ok((pages.page(cursor)?, "public"));
         }
         let page = pages.visible_page(cursor, |i| {

@@ -34,6 +34,8 @@ pub(crate) struct Catalog {
     pub(crate) prompts: Pages,
     pub(crate) resources: Pages,
     pub(crate) templates: Pages,
+    /// The entries of `skills/list`.
+    pub(crate) skills: Pages,
     /// The `x-mcp-header` parameters of each tool that has any.
     pub(crate) param_headers: HashMap<String, Vec<ParamHeader>>,
 }
@@ -68,11 +70,26 @@ impl Catalog {
             .iter()
             .map(|p| encode(&wire::prompt(p.item())))
             .collect::<anyhow::Result<_>>()?;
+        // A skill's `SKILL.md` is listed among the resources, after the
+        // components' own.
         let resources = registry
             .resources()
             .iter()
             .map(|r| encode(&wire::resource(r.item())))
+            .chain(
+                registry
+                    .skills()
+                    .iter()
+                    .map(|s| encode(&super::skills::listed(s.item()))),
+            )
             .collect::<anyhow::Result<_>>()?;
+        let skills = registry
+            .skills()
+            .iter()
+            .map(|s| encode(&**s.item()))
+            .collect::<anyhow::Result<_>>()?;
+        let mut resource_rules = rules(registry.resources(), Kind::Resource);
+        resource_rules.extend(rules(registry.skills(), Kind::Resource));
         let templates = registry
             .templates()
             .iter()
@@ -82,8 +99,8 @@ impl Catalog {
         Ok(Catalog {
             tools: pages(tools, TOOLS)?.with_rules(rules(registry.tools(), Kind::Tool)),
             prompts: pages(prompts, PROMPTS)?.with_rules(rules(registry.prompts(), Kind::Prompt)),
-            resources: pages(resources, RESOURCES)?
-                .with_rules(rules(registry.resources(), Kind::Resource)),
+            resources: pages(resources, RESOURCES)?.with_rules(resource_rules),
+            skills: pages(skills, SKILLS)?.with_rules(rules(registry.skills(), Kind::Resource)),
             templates: pages(templates, TEMPLATES)?
                 .with_rules(rules(registry.templates(), Kind::Resource)),
             param_headers,
@@ -114,6 +131,8 @@ pub(crate) const RESOURCES: &str = "resources";
 /// The member of `resources/templates/list` results that holds the
 /// templates.
 pub(crate) const TEMPLATES: &str = "resourceTemplates";
+/// The member of `skills/list` results that holds the skills.
+pub(crate) const SKILLS: &str = "skills";
 
 /// One list of pre-encoded items, with each item's access rule, cut into
 /// pages: once for every caller, or per request for the items one caller
@@ -273,7 +292,7 @@ fn cut(sizes: impl Iterator<Item = usize>, page_size: usize, budget: usize) -> V
 }
 
 /// The page a cursor names, of `pages` pages.
-fn page_index(cursor: Option<&Value>, pages: usize) -> Result<usize, RpcError> {
+pub(crate) fn page_index(cursor: Option<&Value>, pages: usize) -> Result<usize, RpcError> {
     match cursor {
         None | Some(Value::Null) => Ok(0),
         Some(Value::String(text)) => {
@@ -319,7 +338,7 @@ fn frame_bytes(field: &str) -> usize {
 }
 
 /// Cursors are opaque to clients: `page-<n>` in Base64url.
-fn encode_cursor(page: usize) -> String {
+pub(crate) fn encode_cursor(page: usize) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("page-{page}"))
 }

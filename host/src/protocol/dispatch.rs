@@ -25,6 +25,7 @@ use super::method::{self, Method};
 use super::mrtr::run_round;
 use super::prompts::PromptGet;
 use super::resources::ResourceRead;
+use super::skills;
 use super::subscriptions::{self, ServerChange, Subscriptions};
 use super::tasks;
 use super::tools::ToolCall;
@@ -121,6 +122,7 @@ impl Server {
                 &catalog.prompts,
                 &catalog.resources,
                 &catalog.templates,
+                &catalog.skills,
             ]
             .iter()
             .any(|pages| pages.has_rules())
@@ -272,8 +274,15 @@ impl Server {
     /// extensions of the 2026-07-28 wire.
     fn discovered_capabilities(&self) -> Value {
         let mut capabilities = self.capabilities();
+        let mut extensions = serde_json::Map::new();
         if self.tasks.is_some() {
-            capabilities["extensions"] = json!({ envelope::TASKS_EXTENSION: {} });
+            extensions.insert(envelope::TASKS_EXTENSION.to_owned(), json!({}));
+        }
+        if !self.registry().skills().is_empty() {
+            extensions.insert(skills::EXTENSION.to_owned(), skills::declared());
+        }
+        if !extensions.is_empty() {
+            capabilities["extensions"] = Value::Object(extensions);
         }
         capabilities
     }
@@ -420,10 +429,38 @@ impl Server {
                 gate,
             ),
             Method::ResourcesRead => {
+                let uri = request.params.get("uri").and_then(Value::as_str);
+                if let Some((skill, file)) =
+                    uri.and_then(|uri| catalog.registry.find_skill_file(uri))
+                {
+                    let scope = gate.scope(&catalog.skills, Kind::Resource);
+                    return Ok(skills::read_file(
+                        &file.uri,
+                        file,
+                        skill.max_output_bytes(),
+                        self.settings.read_ttl_ms,
+                        scope,
+                    ));
+                }
                 let services = self.services();
                 run_round::<ResourceRead>(services, request, catalog, &meta, context, notifier)
                     .await
             }
+            Method::SkillsList => self.list(
+                request,
+                &catalog.skills,
+                catalog::SKILLS,
+                Kind::Resource,
+                gate,
+            ),
+            Method::SkillsGet => skills::get(request, catalog, gate, self.settings.list_ttl_ms),
+            Method::ResourcesDirectoryRead => skills::directory_read(
+                request,
+                catalog,
+                gate,
+                self.settings.page_size,
+                self.settings.list_ttl_ms,
+            ),
             Method::CompletionComplete => {
                 completion::complete(&self.runtime, request, catalog).await
             }

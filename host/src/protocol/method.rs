@@ -31,11 +31,17 @@ pub enum Method {
     TasksUpdate,
     /// `tasks/cancel` (the tasks extension)
     TasksCancel,
+    /// `skills/list` (the skills extension)
+    SkillsList,
+    /// `skills/get` (the skills extension)
+    SkillsGet,
+    /// `resources/directory/read` (the skills extension)
+    ResourcesDirectoryRead,
 }
 
 impl Method {
     /// Every method, in the order of the spec's sections.
-    pub const ALL: [Method; 13] = [
+    pub const ALL: [Method; 16] = [
         Method::ServerDiscover,
         Method::ToolsList,
         Method::ToolsCall,
@@ -49,6 +55,9 @@ impl Method {
         Method::TasksGet,
         Method::TasksUpdate,
         Method::TasksCancel,
+        Method::SkillsList,
+        Method::SkillsGet,
+        Method::ResourcesDirectoryRead,
     ];
 
     /// The method named `name`, if Airlock serves it.
@@ -72,6 +81,9 @@ impl Method {
             Method::TasksGet => "tasks/get",
             Method::TasksUpdate => "tasks/update",
             Method::TasksCancel => "tasks/cancel",
+            Method::SkillsList => "skills/list",
+            Method::SkillsGet => "skills/get",
+            Method::ResourcesDirectoryRead => "resources/directory/read",
         }
     }
 }

@@ -17,6 +17,7 @@ mod mrtr;
 pub mod param_headers;
 mod prompts;
 mod resources;
+pub mod skills;
 pub mod subscriptions;
 mod tasks;
 mod tools;

@@ -47,6 +47,13 @@ fn json_object<'a>(text: &'a str, what: &str) -> Result<&'a RawValue, GuestValue
 /// Bytes serialized as standard Base64 text.
 pub struct Base64<'a>(&'a [u8]);
 
+impl<'a> Base64<'a> {
+    /// `bytes`, to be serialized as Base64.
+    pub fn of(bytes: &'a [u8]) -> Base64<'a> {
+        Base64(bytes)
+    }
+}
+
 impl Serialize for Base64<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_str(&Base64Display::new(self.0, &STANDARD))

@@ -8,6 +8,7 @@ use tracing::info;
 
 use super::Tool;
 use super::cache::{CompileCache, Origin};
+use super::skills::{self, Skill, SkillLimits};
 use super::validate::{self, ListingLimits};
 use crate::access::Kind;
 use crate::policy::Policy;
@@ -18,8 +19,8 @@ use crate::untrusted_file::{FileError, RegularFile};
 /// A compiled, linked and listed component.
 pub(crate) struct Component {
     pub(crate) path: PathBuf,
-    /// The file and its manifest as they were when loaded, to tell whether
-    /// either changed since.
+    /// The file, its manifest and its skills as they were when loaded, to
+    /// tell whether any changed since.
     pub(crate) stamp: ComponentStamp,
     pub(crate) checked: CheckedComponent,
     /// Its tools (validated), their input schemas compiled.
@@ -30,6 +31,8 @@ pub(crate) struct Component {
     /// Whether it was compiled now (and how long that took) or taken from
     /// the cache.
     pub(crate) origin: Origin,
+    /// The skills of its skills directory, read with it.
+    pub(crate) skills: Vec<Arc<Skill>>,
 }
 
 /// What identifies one version of a file without reading it: its size,
@@ -42,28 +45,39 @@ pub(crate) struct FileStamp {
     inode: u64,
 }
 
-/// The stamps of a component file and of its manifest (`None`: no manifest).
-pub(crate) type ComponentStamp = (FileStamp, Option<FileStamp>);
+/// The stamps of a component file, of its manifest (`None`: no manifest)
+/// and of every entry of its skills directory.
+pub(crate) type ComponentStamp = (FileStamp, Option<FileStamp>, Vec<(PathBuf, FileStamp)>);
 
-/// The stamp of the component at `path` and of its manifest, now.
+/// The stamp of the component at `path`, of its manifest and of its
+/// skills, now.
 pub(crate) fn component_stamp(path: &Path) -> std::io::Result<ComponentStamp> {
     let manifest = FileStamp::of(&Manifest::path_for(path)).ok();
-    Ok((FileStamp::of(path)?, manifest))
+    Ok((FileStamp::of(path)?, manifest, skills::tree_stamp(path)))
 }
 
 impl FileStamp {
     /// The stamp of the file at `path` now.
     pub(crate) fn of(path: &Path) -> std::io::Result<FileStamp> {
-        let meta = std::fs::metadata(path)?;
+        Ok(FileStamp::from_metadata(&std::fs::metadata(path)?))
+    }
+
+    /// The stamp of the entry at `path` now, a link itself rather than
+    /// what it names.
+    pub(crate) fn of_entry(path: &Path) -> std::io::Result<FileStamp> {
+        Ok(FileStamp::from_metadata(&std::fs::symlink_metadata(path)?))
+    }
+
+    fn from_metadata(meta: &std::fs::Metadata) -> FileStamp {
         #[cfg(unix)]
-        let inode = std::os::unix::fs::MetadataExt::ino(&meta);
+        let inode = std::os::unix::fs::MetadataExt::ino(meta);
         #[cfg(not(unix))]
         let inode = 0;
-        Ok(FileStamp {
+        FileStamp {
             len: meta.len(),
             modified: meta.modified().ok(),
             inode,
-        })
+        }
     }
 }
 
@@ -84,6 +98,7 @@ impl Component {
             policy,
             code,
             origin,
+            skills,
         } = {
             let runtime = runtime.clone();
             let cache = cache.cloned();
@@ -108,8 +123,8 @@ impl Component {
             .await
             .map_err(list_failure)?;
         let (tools, listing) = checked_listing(runtime, listing)?;
-        check_access_rules(&policy, &tools, &listing)?;
-        let summary = summary(&tools, &listing);
+        check_access_rules(&policy, &tools, &listing, &skills)?;
+        let summary = summary(&tools, &listing, &skills);
         match origin {
             Origin::Cache => {
                 info!(file = %path.display(), serves = %summary, "loaded component (from cache)")
@@ -127,6 +142,7 @@ impl Component {
             tools,
             listing,
             origin,
+            skills,
         })
     }
 
@@ -145,6 +161,7 @@ impl Component {
             tools,
             listing,
             origin: self.origin,
+            skills: self.skills.clone(),
         })
     }
 }
@@ -165,7 +182,7 @@ pub(super) fn checked_listing(
 }
 
 /// What a component serves, for its log line.
-fn summary(tools: &[Arc<Tool>], listing: &Listing) -> String {
+fn summary(tools: &[Arc<Tool>], listing: &Listing, skills: &[Arc<Skill>]) -> String {
     let mut parts = Vec::new();
     let names = |kind: &str, names: Vec<&str>| {
         (!names.is_empty()).then(|| format!("{kind} {}", names.join(", ")))
@@ -190,6 +207,10 @@ fn summary(tools: &[Arc<Tool>], listing: &Listing) -> String {
             .map(|t| t.uri_template.as_str())
             .collect(),
     ));
+    parts.extend(names(
+        "skills",
+        skills.iter().map(|s| s.name.as_str()).collect(),
+    ));
     parts.join("; ")
 }
 
@@ -209,6 +230,7 @@ fn check_access_rules(
     policy: &Policy,
     tools: &[Arc<Tool>],
     listing: &Listing,
+    skills: &[Arc<Skill>],
 ) -> Result<(), String> {
     policy
         .access
@@ -218,6 +240,7 @@ fn check_access_rules(
             Kind::Resource => {
                 listing.resources.iter().any(|r| r.uri == key)
                     || listing.templates.iter().any(|t| t.uri_template == key)
+                    || skills.iter().any(|s| s.uri == key)
             }
         })
         .map_err(|why| match &policy.manifest {
@@ -237,7 +260,12 @@ struct Compiled {
     code: wasmtime::component::Component,
     /// Whether it was compiled now or taken from the cache.
     origin: Origin,
+    /// Its skills, read from its skills directory.
+    skills: Vec<Arc<Skill>>,
 }
+
+/// Bytes a page of `skills/list` takes besides its entries, at most.
+const SKILLS_PAGE_FRAME: usize = 256;
 
 /// Reads the manifest and the file at `path`, and compiles it (blocking).
 fn read_and_compile(
@@ -249,11 +277,22 @@ fn read_and_compile(
     let policy = Policy::load_for(path, &runtime.policy_context())?;
     let wasm = read_component(path, runtime.limits().max_component_bytes)?;
     let (code, origin) = compile(runtime.engine(), &wasm, path, cache)?;
+    let limits = runtime.limits();
+    let skills = skills::load(
+        path,
+        SkillLimits {
+            max_files: limits.max_skill_files,
+            max_bytes: limits.max_skill_bytes,
+        },
+        // What a page of `skills/list` leaves an entry besides its frame.
+        limits.max_output_bytes.saturating_sub(SKILLS_PAGE_FRAME),
+    );
     Ok(Compiled {
         stamp,
         policy,
         code,
         origin,
+        skills,
     })
 }
 

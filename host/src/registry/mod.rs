@@ -28,6 +28,7 @@ pub mod footprint;
 pub mod input_schema;
 pub mod listed_size;
 pub mod reload;
+pub mod skills;
 pub mod uri_template;
 pub mod validate;
 
@@ -43,6 +44,7 @@ use self::cache::CompileCache;
 use self::component::{Component, ComponentStamp};
 use self::input_schema::{InputSchema, ViolationLimits};
 use self::reload::DirectoryStamp;
+use self::skills::{Skill, SkillFile};
 use self::uri_template::UriTemplate;
 use crate::runtime::{
     CallError, CheckedComponent, EventSink, Runtime, wit, wit_completions, wit_prompts,
@@ -110,6 +112,11 @@ pub struct Registry {
     resources: Vec<ResourceEntry>,
     resource_index: HashMap<String, usize>,
     templates: Vec<TemplateEntry>,
+    skills: Vec<SkillEntry>,
+    /// Each skill by the URI of its `SKILL.md`.
+    skill_index: HashMap<String, usize>,
+    /// Each skill file by its URI: the skill, the file.
+    skill_files: HashMap<String, (usize, usize)>,
 }
 
 /// One thing a component serves (a tool, a prompt, a resource, a
@@ -143,6 +150,8 @@ pub type PromptEntry = Served<Arc<wit_prompts::Prompt>>;
 pub type ResourceEntry = Served<Arc<wit_resources::Resource>>;
 /// A resource template (parsed) and its component.
 pub type TemplateEntry = Served<Template>;
+/// A skill (of its skills directory) and its component.
+pub type SkillEntry = Served<Arc<Skill>>;
 
 /// A tool as listed, and its input schema compiled (once per version of
 /// its component).
@@ -509,6 +518,26 @@ impl Registry {
                 });
             }
         }
+        for component in &components {
+            for skill in &component.skills {
+                let index = registry.skills.len();
+                insert(
+                    &mut registry.skills,
+                    &mut registry.skill_index,
+                    "skill",
+                    &skill.uri,
+                    skill.clone(),
+                    component,
+                )?;
+                for (i, file) in skill.files.iter().enumerate() {
+                    if let Some(&other) = registry.resource_index.get(&file.uri) {
+                        let other = registry.resources[other].source();
+                        bail!(clash("resource", &file.uri, other, &component.path));
+                    }
+                    registry.skill_files.insert(file.uri.clone(), (index, i));
+                }
+            }
+        }
         registry.components = components;
         Ok(registry)
     }
@@ -547,6 +576,32 @@ impl Registry {
     /// Every resource template, in the same order as tools.
     pub fn templates(&self) -> &[TemplateEntry] {
         &self.templates
+    }
+
+    /// Every skill, in the same order as tools, then by name.
+    pub fn skills(&self) -> &[SkillEntry] {
+        &self.skills
+    }
+
+    /// The skill whose `SKILL.md` is at `uri`, if any.
+    pub fn find_skill(&self, uri: &str) -> Option<&SkillEntry> {
+        self.skill_index.get(uri).map(|&i| &self.skills[i])
+    }
+
+    /// The skill file at `uri`, and its skill, if any.
+    pub fn find_skill_file(&self, uri: &str) -> Option<(&SkillEntry, &SkillFile)> {
+        let &(skill, file) = self.skill_files.get(uri)?;
+        let skill = &self.skills[skill];
+        Some((skill, &skill.item.files[file]))
+    }
+
+    /// The skill `uri` names a place in (`skill://<skill>[/<path>]`), and
+    /// the path inside it (`""`: its root), if that skill is served.
+    pub fn skill_place<'u>(&self, uri: &'u str) -> Option<(&SkillEntry, &'u str)> {
+        let rest = uri.strip_prefix(skills::SCHEME)?;
+        let (name, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let skill = self.find_skill(&format!("{}{name}/{}", skills::SCHEME, skills::SKILL_FILE))?;
+        Some((skill, path.trim_end_matches('/')))
     }
 
     /// The component that reads `uri`: the one that lists it, else the one
@@ -688,6 +743,9 @@ pub async fn describe_component(
             "resource template {} ({})",
             template.uri_template, template.name
         ));
+    }
+    for skill in &component.skills {
+        lines.push(format!("skill {} ({} files)", skill.uri, skill.files.len()));
     }
     lines.extend(
         component

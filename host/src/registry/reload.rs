@@ -1,8 +1,9 @@
 //! Watching the tools directory for added, replaced and removed components.
 //!
 //! The directory is polled: every interval, the names, sizes, modification
-//! times and inodes of its `*.wasm` files and their manifests (`*.toml`) are
-//! read (no file is opened). A
+//! times and inodes of its `*.wasm` files, their manifests (`*.toml`) and
+//! every entry of their skills directories (`*.skills/`) are read (no file
+//! is opened). A
 //! change is acted on once two polls in a row agree, so a file that is still
 //! being copied is not loaded half-written; copying to a temporary name and
 //! renaming it into place is still the safest way to publish a component.
@@ -16,8 +17,8 @@ use std::time::Duration;
 use super::ToolSources;
 use super::component::{ComponentStamp, component_stamp};
 
-/// The state of every `*.wasm` file in a directory, and of its manifest,
-/// sorted by file name, then of every pulled component file.
+/// The state of every `*.wasm` file in a directory, of its manifest and of
+/// its skills, sorted by file name, then of every pulled component file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirectoryStamp(Vec<(PathBuf, Option<ComponentStamp>)>);
 

@@ -134,6 +134,12 @@ pub struct RuntimeLimits {
     /// Most bytes everything one component lists (tools, prompts,
     /// resources, templates) may take as clients get it. Default 4 MiB.
     pub max_listing_bytes: usize,
+    /// Most files one skill (of a component's skills directory) may hold.
+    /// Default 512, the skills extension's limit.
+    pub max_skill_files: usize,
+    /// Most bytes the files of one skill may take together. Default
+    /// 16 MiB, the skills extension's limit.
+    pub max_skill_bytes: u64,
 }
 
 impl RuntimeLimits {
@@ -167,6 +173,8 @@ impl Default for RuntimeLimits {
             max_component_bytes: 128 << 20,
             max_schema_bytes: 256 << 10,
             max_listing_bytes: 4 << 20,
+            max_skill_files: 512,
+            max_skill_bytes: 16 << 20,
         }
     }
 }

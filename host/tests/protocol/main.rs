@@ -19,5 +19,6 @@ mod cancellation;
 mod envelope;
 mod mrtr;
 mod sessions;
+mod skills;
 mod support;
 mod tasks;

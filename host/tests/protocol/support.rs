@@ -70,6 +70,9 @@ pub struct Setup {
     pub max_body_bytes: usize,
     /// Manifests written beside the components: file name and text.
     pub manifests: Vec<(&'static str, &'static str)>,
+    /// Other files written into the tools directory (skills): path inside
+    /// it and text.
+    pub files: Vec<(&'static str, &'static str)>,
     /// Lines added to the tokens file (of `alice` and `bob`).
     pub tokens: &'static str,
     /// The server's access policy (`--access-policy`), as TOML.
@@ -84,6 +87,7 @@ impl Default for Setup {
             max_sessions: 64,
             max_body_bytes: 4 << 20,
             manifests: Vec::new(),
+            files: Vec::new(),
             tokens: "",
             access_policy: None,
         }
@@ -115,7 +119,7 @@ impl Host {
     pub fn start_with(components: &[&str], setup: Setup) -> Host {
         show_logs();
         let tools = ToolsDir::with(components);
-        for (file, text) in &setup.manifests {
+        for (file, text) in setup.manifests.iter().chain(&setup.files) {
             tools.add_bytes(file, text.as_bytes());
         }
         let runtime = tokio::runtime::Builder::new_multi_thread()

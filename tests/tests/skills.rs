@@ -1,0 +1,119 @@
+//! Skills shipped beside a component (`NAME.skills/<skill>/`), against the
+//! real binary: a skill that breaks a rule or a limit is refused at load
+//! with a log line saying why (the component and its other skills still
+//! load), and a changed file is served, with its new digest, after the
+//! reload that follows.
+
+use airlock_e2e::mcp::{complete, no_caps};
+use airlock_e2e::{Airlock, HttpServer, McpClient, ToolsDir, wait_until};
+use serde_json::{Value, json};
+
+const SKILL_MD: &str = "---\nname: hashing\ndescription: How to hash text with the sha256 tool\n---\nCall `sha256` with `{\"text\": ...}`.\n";
+
+fn sha256(bytes: &[u8]) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
+    let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// The entries `skills/list` serves (one page is all these tests make).
+fn skills(client: &dyn McpClient) -> Vec<Value> {
+    let listed = client.rpc("skills/list", json!({}), no_caps());
+    complete(&listed)["skills"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Waits until the server's stderr has a line containing every one of
+/// `needles`; returns it.
+#[track_caller]
+fn wait_for_log_line(server: &HttpServer, needles: &[&str]) -> String {
+    wait_until(&format!("a log line with {needles:?}"), || {
+        let stderr = server.stderr();
+        stderr
+            .lines()
+            .find(|line| needles.iter().all(|needle| line.contains(needle)))
+            .map(str::to_owned)
+            .ok_or_else(|| format!("none in:\n{stderr}"))
+    })
+}
+
+#[test]
+fn skills_that_break_a_rule_or_a_limit_are_refused_at_load_with_a_log_line() {
+    let tools = ToolsDir::with(&["hash"]);
+    tools.add_bytes("hash.skills/hashing/SKILL.md", SKILL_MD.as_bytes());
+    // Three files, over --max-skill-files 2.
+    tools.add_bytes(
+        "hash.skills/many/SKILL.md",
+        b"---\nname: many\ndescription: d\n---\n",
+    );
+    tools.add_bytes("hash.skills/many/a.txt", b"a");
+    tools.add_bytes("hash.skills/many/b.txt", b"b");
+    // 17 MiB, over the extension's 16 MiB.
+    tools.add_bytes(
+        "hash.skills/large/SKILL.md",
+        b"---\nname: large\ndescription: d\n---\n",
+    );
+    tools.add_bytes("hash.skills/large/data.bin", &vec![0u8; 17 << 20]);
+    // A name the naming rules refuse.
+    tools.add_bytes(
+        "hash.skills/Bad--name/SKILL.md",
+        b"---\nname: Bad--name\ndescription: d\n---\n",
+    );
+    let server = Airlock::new(&tools)
+        .args(["--max-skill-files", "2"])
+        .start_http();
+    let client = server.client();
+    let served: Vec<_> = skills(&client).iter().map(|s| s["uri"].clone()).collect();
+    assert_eq!(served, [json!("skill://hashing/SKILL.md")]);
+    wait_for_log_line(&server, &["skipping skill", "many", "--max-skill-files"]);
+    wait_for_log_line(&server, &["skipping skill", "large", "--max-skill-size"]);
+    wait_for_log_line(&server, &["skipping skill", "Bad--name", "naming rules"]);
+    let called = client.call(&airlock_e2e::ToolCall::new("sha256", json!({"text": "x"})));
+    assert!(
+        called.get("result").is_some(),
+        "the component still serves: {called}"
+    );
+}
+
+#[test]
+fn a_changed_skill_file_is_served_with_its_new_digest_after_the_reload() {
+    let tools = ToolsDir::with(&["hash"]);
+    tools.add_bytes("hash.skills/hashing/SKILL.md", SKILL_MD.as_bytes());
+    tools.add_bytes("hash.skills/hashing/notes.md", b"first");
+    let server = Airlock::new(&tools)
+        .args(["--reload-interval", "50ms"])
+        .start_http();
+    let client = server.client();
+    let digest_of_notes = |client: &dyn McpClient| {
+        skills(client)
+            .first()
+            .and_then(|skill| {
+                skill["resources"]
+                    .as_array()?
+                    .iter()
+                    .find(|r| r["uri"] == "skill://hashing/notes.md")
+                    .map(|r| r["digest"].clone())
+            })
+            .unwrap_or(Value::Null)
+    };
+    assert_eq!(digest_of_notes(&client), json!(sha256(b"first")));
+
+    tools.add_bytes("hash.skills/hashing/notes.md", b"second, longer");
+    let expected = json!(sha256(b"second, longer"));
+    wait_until("the new digest of notes.md", || {
+        let found = digest_of_notes(&client);
+        if found == expected {
+            Ok(())
+        } else {
+            Err(format!("{found}"))
+        }
+    });
+    let read = client.rpc(
+        "resources/read",
+        json!({"uri": "skill://hashing/notes.md"}),
+        no_caps(),
+    );
+    assert_eq!(complete(&read)["contents"][0]["text"], "second, longer");
+}
