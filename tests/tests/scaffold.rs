@@ -106,6 +106,13 @@ fn a_new_tool_builds_with_cargo_and_cargo_component_and_serves() {
     tests.args(["test", "--offline"]);
     run(tests);
 
+    // Each build's file where the crate's README says it is (none left
+    // from an earlier run: the target directory is kept).
+    let [plain_file, component_file] = documented_files(&dir, &target);
+    for file in [&plain_file, &component_file] {
+        let _ = std::fs::remove_file(file);
+    }
+
     let mut plain = in_crate("cargo", &dir, &target);
     plain.args([
         "build",
@@ -115,12 +122,27 @@ fn a_new_tool_builds_with_cargo_and_cargo_component_and_serves() {
         "wasm32-wasip2",
     ]);
     run(plain);
-    serve_and_call(&target.join("wasm32-wasip2/release").join(WASM));
+    serve_and_call(&plain_file);
 
     let mut component = in_crate("bash", &dir, &target);
     component
         .arg(root.join("scripts/cargo-component"))
         .args(["build", "--release"]);
     run(component);
-    serve_and_call(&target.join("wasm32-wasip1/release").join(WASM));
+    serve_and_call(&component_file);
+}
+
+/// The files the new crate's README names as the outputs of its two builds
+/// (`# → target/...` under plain cargo's command, then cargo-component's),
+/// in `target` (the builds' target directory).
+fn documented_files(dir: &Path, target: &Path) -> [PathBuf; 2] {
+    let readme = std::fs::read_to_string(dir.join("README.md")).expect("the crate's README");
+    let files: Vec<PathBuf> = readme
+        .lines()
+        .filter_map(|line| line.strip_prefix("# → target/"))
+        .map(|path| target.join(path))
+        .collect();
+    files
+        .try_into()
+        .unwrap_or_else(|files| panic!("two outputs in the README, not {files:?}:\n{readme}"))
 }
