@@ -869,7 +869,7 @@ fn the_wire_page_commands_run_as_written() {
         results[0]["inputRequests"]["confirm"].is_object(),
         "{stdout}"
     );
-    assert_eq!(text(&results[1]), "Deployed api to production", "{stdout}");
+    assert_eq!(text(results[1]), "Deployed api to production", "{stdout}");
     assert_eq!(results[2]["resultType"], "task", "{stdout}");
     assert_eq!(results[3]["taskId"], results[2]["taskId"], "{stdout}");
     assert!(results[4].is_object(), "{stdout}");
