@@ -108,3 +108,64 @@ fn a_bad_configuration_file_names_itself_and_the_key() {
     );
     assert!(!stderr.contains("loaded component"), "{stderr}");
 }
+
+#[test]
+fn check_loads_everything_reports_and_exits_without_serving() {
+    let tools = ToolsDir::with(&["hash"]);
+    let (status, stderr) = Airlock::new(&tools).arg("--check").run_expecting_exit();
+    assert!(status.success(), "{status}: {stderr}");
+    assert!(
+        stderr.contains("check passed: 1 components in") && stderr.contains(": 1 tools,"),
+        "{stderr}"
+    );
+
+    // A component that would be skipped fails the check, and the log says why.
+    tools.add_bytes("broken.wasm", b"not a component");
+    let (status, stderr) = Airlock::new(&tools).arg("--check").run_expecting_exit();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("broken.wasm"), "{stderr}");
+    assert!(
+        stderr.contains("1 of the 2 components in") && !stderr.contains("check passed"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn check_fails_on_a_key_file_it_cannot_read() {
+    let tools = ToolsDir::with(&["hash"]);
+    let missing = tools.path().join("no-such-keys");
+    let (status, stderr) = Airlock::new(&tools)
+        .arg("--check")
+        .arg("--state-keys-file")
+        .arg(&missing)
+        .run_expecting_exit();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("no-such-keys"), "{stderr}");
+    assert!(!stderr.contains("check passed"), "{stderr}");
+}
+
+#[test]
+fn a_misspelt_variable_fails_the_check_and_is_warned_of_at_serve() {
+    let tools = ToolsDir::with(&["hash"]);
+    let (status, stderr) = Airlock::new(&tools)
+        .env("AIRLOCK_CALL_TIMOUT", "1s")
+        .arg("--check")
+        .run_expecting_exit();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("AIRLOCK_CALL_TIMOUT name no option"),
+        "{stderr}"
+    );
+
+    // The log filter is read from the environment too, and is no typo.
+    let server = Airlock::new(&tools)
+        .env("AIRLOCK_CALL_TIMOUT", "1s")
+        .env("AIRLOCK_LOG", "info")
+        .start_http();
+    server.wait_for_log("AIRLOCK_CALL_TIMOUT names no option and is ignored");
+    assert!(
+        !server.stderr().contains("AIRLOCK_LOG names"),
+        "{}",
+        server.stderr()
+    );
+}

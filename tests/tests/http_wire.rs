@@ -818,3 +818,59 @@ fn bodies_that_never_finish_get_408_and_free_their_connection() {
     assert_eq!(reply.status, 200, "{}", reply.text());
     complete(&reply.json());
 }
+
+/// docs/wire.md's commands, run as written (bash, curl and jq) against a
+/// server of the samples they call: each answer is the one the page shows.
+#[test]
+fn the_wire_page_commands_run_as_written() {
+    let page = std::fs::read_to_string(airlock_e2e::paths::workspace_root().join("docs/wire.md"))
+        .expect("docs/wire.md");
+    let mut script = String::from("set -euo pipefail\n");
+    let mut in_shell = false;
+    for line in page.lines() {
+        match line {
+            "```sh" => in_shell = true,
+            "```" => in_shell = false,
+            _ if in_shell => {
+                script.push_str(line);
+                script.push('\n');
+            }
+            _ => {}
+        }
+    }
+    let server = serve(&["deploy", "report"]);
+    let script = script.replace("http://127.0.0.1:8080/mcp", server.url());
+    assert!(
+        script.contains(server.url()),
+        "the page names no sample server URL"
+    );
+    let dir = tempfile::tempdir().expect("a working directory");
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .current_dir(dir.path())
+        .output()
+        .expect("run bash (the page's commands need bash, curl and jq)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}: {stdout}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answers: Vec<Value> = serde_json::Deserializer::from_str(&stdout)
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let results: Vec<&Value> = answers.iter().map(|a| &a["result"]).collect();
+    assert_eq!(results.len(), 5, "{stdout}");
+    assert_eq!(results[0]["resultType"], "input_required", "{stdout}");
+    assert!(
+        results[0]["inputRequests"]["confirm"].is_object(),
+        "{stdout}"
+    );
+    assert_eq!(text(results[1]), "Deployed api to production", "{stdout}");
+    assert_eq!(results[2]["resultType"], "task", "{stdout}");
+    assert_eq!(results[3]["taskId"], results[2]["taskId"], "{stdout}");
+    assert!(results[4].is_object(), "{stdout}");
+}

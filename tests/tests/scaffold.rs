@@ -1,7 +1,9 @@
-//! The tool author's path: `airlock new` outside the repository, the new
-//! crate's unit tests, its build with plain cargo and with cargo-component
-//! (`scripts/cargo-component` installs it on first use, which takes
-//! minutes), and each build served by the real binary and called over HTTP.
+//! The tool author's path: `airlock new` outside the repository, with no
+//! checkout named (the crate gets the SDK the binary carries), the new
+//! crate's unit tests, its build with plain cargo, offline, and with
+//! cargo-component (`scripts/cargo-component` installs it on first use,
+//! which takes minutes), and each build served by the real binary and
+//! called over HTTP.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -82,38 +84,65 @@ fn a_new_tool_builds_with_cargo_and_cargo_component_and_serves() {
         .tempdir()
         .expect("a temporary directory");
     let root = workspace_root();
-    let sdk = root.join("guest-sdk");
-    let (status, stdout, stderr) = run_airlock(&[
-        "new",
-        NAME,
-        "--dir",
-        parent.path().to_str().unwrap(),
-        "--sdk-path",
-        sdk.to_str().unwrap(),
-    ]);
+    // No checkout named: the SDK comes from the binary alone.
+    let (status, stdout, stderr) =
+        run_airlock(&["new", NAME, "--dir", parent.path().to_str().unwrap()]);
     assert!(status.success(), "{status}: {stdout}{stderr}");
     let dir = parent.path().join(NAME);
     assert!(dir.join("Cargo.toml").is_file(), "{stdout}");
+    assert!(
+        dir.join("vendor/airlock-guest/Cargo.toml").is_file(),
+        "{stdout}"
+    );
 
     // The workspace's versions of every dependency: what the SDK is tested
-    // with, and no need for the registry's index.
+    // with, all in the cargo home's registry cache already, so the builds
+    // below run offline.
     std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock")).expect("copy Cargo.lock");
     // Kept between runs, beside the workspace's own builds.
     let target: PathBuf = target_dir().join("scaffold-e2e");
 
     let mut tests = in_crate("cargo", &dir, &target);
-    tests.arg("test");
+    tests.args(["test", "--offline"]);
     run(tests);
 
+    // Each build's file where the crate's README says it is (none left
+    // from an earlier run: the target directory is kept).
+    let [plain_file, component_file] = documented_files(&dir, &target);
+    for file in [&plain_file, &component_file] {
+        let _ = std::fs::remove_file(file);
+    }
+
     let mut plain = in_crate("cargo", &dir, &target);
-    plain.args(["build", "--release", "--target", "wasm32-wasip2"]);
+    plain.args([
+        "build",
+        "--offline",
+        "--release",
+        "--target",
+        "wasm32-wasip2",
+    ]);
     run(plain);
-    serve_and_call(&target.join("wasm32-wasip2/release").join(WASM));
+    serve_and_call(&plain_file);
 
     let mut component = in_crate("bash", &dir, &target);
     component
         .arg(root.join("scripts/cargo-component"))
         .args(["build", "--release"]);
     run(component);
-    serve_and_call(&target.join("wasm32-wasip1/release").join(WASM));
+    serve_and_call(&component_file);
+}
+
+/// The files the new crate's README names as the outputs of its two builds
+/// (`# → target/...` under plain cargo's command, then cargo-component's),
+/// in `target` (the builds' target directory).
+fn documented_files(dir: &Path, target: &Path) -> [PathBuf; 2] {
+    let readme = std::fs::read_to_string(dir.join("README.md")).expect("the crate's README");
+    let files: Vec<PathBuf> = readme
+        .lines()
+        .filter_map(|line| line.strip_prefix("# → target/"))
+        .map(|path| target.join(path))
+        .collect();
+    files
+        .try_into()
+        .unwrap_or_else(|files| panic!("two outputs in the README, not {files:?}:\n{readme}"))
 }

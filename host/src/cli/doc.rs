@@ -37,7 +37,16 @@ const INTRODUCTION: &str = "\
 
 Every value is checked when it is read, before anything loads: a bad value, an
 unknown key in the file or a missing unit stops `airlock` with a message naming
-the option (and the file).
+the option (and the file). An `AIRLOCK_*` environment variable that names no
+option (nor `AIRLOCK_LOG`, the log filter) is most likely a typo: `serve` logs a
+warning naming it, and `serve --check` fails on it.
+
+`airlock serve --check` (with the same options, variables and file) checks a
+configuration before it is served, like `nginx -t`: it reads every setting, the
+key, token and access policy files, and loads and compiles every component of the
+tools directory, then logs what would be served and exits without listening:
+0 when everything loaded, 1 on the first error or a component that would be
+skipped (the log says why). It does not connect to the task or single-use store.
 
 ## Values
 

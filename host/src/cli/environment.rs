@@ -13,6 +13,24 @@ pub fn variable(long: &str) -> String {
     format!("AIRLOCK_{}", long.to_ascii_uppercase().replace('-', "_"))
 }
 
+/// The variable that filters the log (read by the logger, not an option).
+pub(super) const LOG_FILTER: &str = "AIRLOCK_LOG";
+
+/// The names among `names` that look like Airlock's (`AIRLOCK_*`) but are
+/// neither an option's variable nor [`LOG_FILTER`]: most likely a typo,
+/// which would otherwise be ignored without a word.
+pub(super) fn unknown_variables(
+    command: &Command,
+    names: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Vec<String> {
+    let known = every_variable(command);
+    names
+        .into_iter()
+        .map(|name| name.to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("AIRLOCK_") && name != LOG_FILTER && !known.contains(name))
+        .collect()
+}
+
 /// The environment variable of every option of every subcommand of
 /// `command` (made by [`with_variables`]).
 pub(super) fn every_variable(command: &Command) -> BTreeSet<String> {

@@ -115,6 +115,23 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(options) => {
             init_logging(options.log_format);
+            let unknown = environment::unknown_variables(
+                &command(),
+                std::env::vars_os().map(|(name, _)| name),
+            );
+            if options.check && !unknown.is_empty() {
+                eprintln!(
+                    "error: {} name no option (the options' variables: docs/configuration.md)",
+                    unknown.join(", ")
+                );
+                return ExitCode::FAILURE;
+            }
+            for name in &unknown {
+                tracing::warn!(
+                    variable = %name,
+                    "{name} names no option and is ignored (the options' variables: docs/configuration.md)"
+                );
+            }
             let config = options.into_config();
             tokio_runtime(config.worker_threads)
                 .and_then(|runtime| runtime.block_on(crate::serve::run(config)))
@@ -161,7 +178,7 @@ pub fn main() -> ExitCode {
 /// [`OneLinePerEvent`]): as text, in colour on a terminal, or as JSON;
 /// `AIRLOCK_LOG` filters.
 fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("AIRLOCK_LOG")
+    let filter = tracing_subscriber::EnvFilter::try_from_env(environment::LOG_FILTER)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     match format {
         LogFormat::Text => {

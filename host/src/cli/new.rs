@@ -14,8 +14,8 @@ pub struct NewOptions {
     /// The directory to create the crate's directory in.
     #[arg(long, value_name = "PARENT", default_value = ".")]
     pub dir: PathBuf,
-    /// Take the airlock-guest SDK from this directory (a checkout's `guest-sdk`) instead of the
-    /// registry.
+    /// Take the airlock-guest SDK from this directory (a checkout's `guest-sdk`) instead of
+    /// writing the one this binary carries into the crate's `vendor/airlock-guest`.
     #[arg(long, value_name = "PATH")]
     pub sdk_path: Option<PathBuf>,
 }
@@ -26,7 +26,7 @@ impl NewOptions {
         NewToolConfig {
             name: self.name,
             parent: self.dir,
-            sdk: self.sdk_path.map_or(SdkSource::Registry, SdkSource::Path),
+            sdk: self.sdk_path.map_or(SdkSource::Carried, SdkSource::Path),
         }
     }
 }

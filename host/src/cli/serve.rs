@@ -44,6 +44,12 @@ pub struct ServeOptions {
     /// Serve MCP on stdin/stdout instead of HTTP (logs stay on stderr).
     #[arg(long)]
     pub stdio: bool,
+    /// Check the settings instead of serving: read them and the key, token and access files,
+    /// load every component, log what would be served, and exit: 0 when everything loaded, 1
+    /// on the first error, a skipped component, or an `AIRLOCK_*` environment variable that
+    /// names no option.
+    #[arg(long)]
+    pub check: bool,
     /// Format of the server log on stderr: `text`, or `json` (one object per line with level,
     /// target, message, fields, and the trace_id and request_id of the request it belongs to).
     #[arg(long, value_name = "FORMAT", default_value = "text", value_enum)]
@@ -181,6 +187,7 @@ impl ServeOptions {
         ServeConfig {
             tools: self.tools,
             supply: self.supply.settings(self.sandbox.max_component_size),
+            check: self.check,
             worker_threads: self.worker_threads.map(usize::from),
             transport,
             cache_dir,

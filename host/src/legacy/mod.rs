@@ -169,6 +169,7 @@ impl Legacy {
             // The session id is on the wire (`Mcp-Session-Id`) on HTTP only.
             session: matches!(via, Via::Http(_)).then(|| session.id()),
             via,
+            target_served: self.server.serves_named(&request.method, &request.params),
         };
         let handled = self.handle_untraced(session, request, caller, notifier);
         telemetry::serve(incoming, handled, |reply| {

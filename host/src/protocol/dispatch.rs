@@ -158,6 +158,20 @@ impl Server {
         self.tasks.as_ref()
     }
 
+    /// Whether the tool (`tools/call`) or prompt (`prompts/get`) that
+    /// `params` names is served now.
+    pub fn serves_named(&self, method: &str, params: &serde_json::Map<String, Value>) -> bool {
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return false;
+        };
+        let registry = self.registry();
+        match method {
+            "tools/call" => registry.find(name).is_some(),
+            "prompts/get" => registry.find_prompt(name).is_some(),
+            _ => false,
+        }
+    }
+
     /// The registry being served now.
     pub fn registry(&self) -> Arc<Registry> {
         self.catalog().registry.clone()
@@ -324,6 +338,7 @@ impl Server {
                 None => telemetry::Via::Stdio,
             },
             session: None,
+            target_served: self.serves_named(&request.method, &request.params),
         };
         let answered = self.answer_untraced(request, context, notifier);
         let requested = audit::Requested {

@@ -4,7 +4,11 @@
 //!
 //! The files are the templates in `scaffold/`, with `{{name}}` (the crate),
 //! `{{lib}}` (its library, the `.wasm`'s name), `{{tool}}` (the example
-//! tool) and `{{sdk}}` (the `airlock-guest` dependency) filled in.
+//! tool) and `{{sdk}}` (the `airlock-guest` dependency) filled in. Unless
+//! told to use a local SDK, the crate gets the SDK this binary carries
+//! ([`sdk`]), written into it, so it builds offline and without a checkout.
+
+mod sdk;
 
 use std::path::{Path, PathBuf};
 
@@ -24,9 +28,10 @@ pub struct NewToolConfig {
 /// Where a new tool crate gets `airlock-guest` from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SdkSource {
-    /// The registry, at the version of this `airlock` (the SDK and the
-    /// host are released together).
-    Registry,
+    /// The SDK this `airlock` carries, of its own version (the SDK and the
+    /// host are released together), written into the new crate's
+    /// `vendor/airlock-guest`.
+    Carried,
     /// A local copy of the SDK crate (its directory, holding `Cargo.toml`).
     Path(PathBuf),
 }
@@ -91,7 +96,8 @@ pub fn check_name(name: &str) -> Result<(), String> {
 
 /// Creates the crate `config.name` in `config.parent` (made if missing) and
 /// returns its directory. Refuses a name [`check_name`] refuses, a directory
-/// that exists already, and an SDK path without a `Cargo.toml`.
+/// that exists already, and an SDK path without a `Cargo.toml`. With
+/// [`SdkSource::Carried`], writes the SDK into the crate too.
 pub fn create(config: &NewToolConfig) -> anyhow::Result<PathBuf> {
     check_name(&config.name).map_err(anyhow::Error::msg)?;
     let sdk = dependency(&config.sdk)?;
@@ -118,6 +124,9 @@ pub fn create(config: &NewToolConfig) -> anyhow::Result<PathBuf> {
         }
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
     }
+    if config.sdk == SdkSource::Carried {
+        sdk::write(&dir)?;
+    }
     Ok(dir)
 }
 
@@ -129,7 +138,7 @@ fn lib_name(name: &str) -> String {
 /// The `airlock-guest` dependency's value in `Cargo.toml` (an inline table).
 fn dependency(sdk: &SdkSource) -> anyhow::Result<String> {
     let source = match sdk {
-        SdkSource::Registry => format!("version = \"{}\"", env!("CARGO_PKG_VERSION")),
+        SdkSource::Carried => format!("path = \"{}\"", sdk::DIR),
         SdkSource::Path(path) => {
             let dir = std::fs::canonicalize(path)
                 .with_context(|| format!("the SDK path {}", path.display()))?;
@@ -166,7 +175,7 @@ mod tests {
         }
     }
 
-    fn manifest(dir: &Path) -> toml::Table {
+    fn manifest_of(dir: &Path) -> toml::Table {
         let text = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
         text.parse().expect("Cargo.toml is TOML")
     }
@@ -206,24 +215,27 @@ mod tests {
     }
 
     #[test]
-    fn creates_a_tool_crate_that_takes_the_sdk_from_the_registry() {
+    fn creates_a_tool_crate_with_the_sdk_this_binary_carries() {
         let parent = tempfile::tempdir().unwrap();
-        let dir = create(&config(
-            parent.path(),
-            "weather-report",
-            SdkSource::Registry,
-        ))
-        .unwrap();
+        let dir = create(&config(parent.path(), "weather-report", SdkSource::Carried)).unwrap();
         assert_eq!(dir, parent.path().join("weather-report"));
 
-        let manifest = manifest(&dir);
+        let manifest = manifest_of(&dir);
         assert_eq!(manifest["package"]["name"].as_str(), Some("weather-report"));
         let crate_type = manifest["lib"]["crate-type"].as_array().unwrap();
         assert_eq!(crate_type.len(), 1);
         assert_eq!(crate_type[0].as_str(), Some("cdylib"));
         let sdk = &manifest["dependencies"]["airlock-guest"];
-        assert_eq!(sdk["version"].as_str(), Some(env!("CARGO_PKG_VERSION")));
-        assert!(sdk.get("path").is_none());
+        assert_eq!(sdk["path"].as_str(), Some("vendor/airlock-guest"));
+        assert!(sdk.get("version").is_none());
+        let vendored = manifest_of(&dir.join("vendor/airlock-guest"));
+        assert_eq!(vendored["package"]["name"].as_str(), Some("airlock-guest"));
+        assert_eq!(
+            vendored["package"]["version"].as_str(),
+            Some(env!("CARGO_PKG_VERSION"))
+        );
+        assert!(dir.join("vendor/airlock-guest/wit/worlds.wit").is_file());
+        assert!(dir.join("vendor/airlock-guest/src/lib.rs").is_file());
         assert_eq!(sdk["features"].as_array().unwrap().len(), 1);
         assert!(manifest["workspace"].is_table());
 
@@ -263,7 +275,7 @@ mod tests {
         std::fs::write(quoted.join("Cargo.toml"), "").unwrap();
 
         let dir = create(&config(parent.path(), "t", SdkSource::Path(quoted.clone()))).unwrap();
-        let manifest = manifest(&dir);
+        let manifest = manifest_of(&dir);
         let sdk_path = manifest["dependencies"]["airlock-guest"]["path"]
             .as_str()
             .unwrap();
@@ -273,16 +285,17 @@ mod tests {
                 .get("version")
                 .is_none()
         );
+        assert!(!dir.join("vendor").exists());
     }
 
     #[test]
     fn refuses_an_existing_directory_a_bad_name_and_a_path_without_a_crate() {
         let parent = tempfile::tempdir().unwrap();
         std::fs::create_dir(parent.path().join("taken")).unwrap();
-        let error = create(&config(parent.path(), "taken", SdkSource::Registry)).unwrap_err();
+        let error = create(&config(parent.path(), "taken", SdkSource::Carried)).unwrap_err();
         assert!(format!("{error:#}").contains("taken"), "{error:#}");
 
-        let error = create(&config(parent.path(), "no.dots", SdkSource::Registry)).unwrap_err();
+        let error = create(&config(parent.path(), "no.dots", SdkSource::Carried)).unwrap_err();
         assert!(format!("{error:#}").contains("'.'"), "{error:#}");
         assert!(!parent.path().join("no.dots").exists());
 

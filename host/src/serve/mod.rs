@@ -29,6 +29,7 @@ use crate::telemetry::{self, TraceSettings};
 use crate::transport::http::ConnectionLimits;
 use crate::transport::{http, stdio};
 
+mod check;
 pub mod metrics;
 
 pub use crate::sealing::STATE_KEYS_ENV;
@@ -49,6 +50,9 @@ pub struct ServeConfig {
     pub tools: PathBuf,
     /// Components pulled by OCI reference, served beside the directory's.
     pub supply: Option<crate::supply::SupplySettings>,
+    /// Only check: load everything, report, and return instead of serving
+    /// (see [`check`]).
+    pub check: bool,
     /// Threads of the runtime that serves requests and runs guests; `None`:
     /// one per CPU. Read by whoever builds that runtime (`airlock serve`).
     pub worker_threads: Option<usize>,
@@ -339,6 +343,9 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         && registry.templates().is_empty()
     {
         tracing::warn!(dir = %config.tools.display(), "nothing loaded: drop components (*.wasm) into this directory");
+    }
+    if config.check {
+        return check::report(&registry, &config.tools);
     }
     let mut sealer = StateSealer::new(keys, config.state_ttl, StateLimits::default());
     if let Some(store) = &config.single_use {

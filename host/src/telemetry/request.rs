@@ -30,6 +30,10 @@ pub struct Incoming<'a> {
     pub via: Via,
     /// The id of the 2025-era session it belongs to, on HTTP.
     pub session: Option<&'a str>,
+    /// Whether the tool or prompt it names is served: only then is the name
+    /// part of the span's name, so that names clients make up cannot make
+    /// span names without bound (the attributes record them either way).
+    pub target_served: bool,
 }
 
 /// How a request ended, as its span records it.
@@ -192,8 +196,8 @@ pub(super) fn start(tracer: &SdkTracer, incoming: &Incoming<'_>) -> Context {
         attributes.push(KeyValue::new("network.protocol.version", "1.1"));
     }
     let name = match target {
-        Some(target) => format!("{method} {target}"),
-        None => method.to_owned(),
+        Some(target) if incoming.target_served => format!("{method} {target}"),
+        _ => method.to_owned(),
     };
     let span = tracer
         .span_builder(name)

@@ -109,6 +109,7 @@ fn spans_are_named_and_attributed_as_the_conventions_say() {
         protocol_version: Some("2026-07-28"),
         via: Via::Stdio,
         session: None,
+        target_served: true,
     });
     assert_eq!(span.name, "tools/call sha256");
     assert_eq!(span.span_kind, SpanKind::Server);
@@ -133,6 +134,7 @@ fn spans_are_named_and_attributed_as_the_conventions_say() {
         protocol_version: Some("2025-11-25"),
         via: Via::Http(TraceHeaders::default()),
         session: Some("s-1"),
+        target_served: true,
     });
     assert_eq!(span.name, "prompts/get greet");
     assert_eq!(
@@ -159,6 +161,7 @@ fn spans_are_named_and_attributed_as_the_conventions_say() {
         protocol_version: None,
         via: Via::Stdio,
         session: None,
+        target_served: true,
     });
     assert_eq!(span.name, "resources/read", "no URI in the name");
     assert_eq!(
@@ -166,6 +169,25 @@ fn spans_are_named_and_attributed_as_the_conventions_say() {
         Some("file:///a")
     );
     assert_eq!(attribute(&span, "jsonrpc.request.id"), None);
+}
+
+#[test]
+fn a_name_nothing_serves_stays_out_of_the_span_name() {
+    let call = params(json!({"name": "made-up-by-the-client"}));
+    let span = span_of(&Incoming {
+        method: "tools/call",
+        id: &json!(1),
+        params: &call,
+        protocol_version: None,
+        via: Via::Stdio,
+        session: None,
+        target_served: false,
+    });
+    assert_eq!(span.name, "tools/call");
+    assert_eq!(
+        attribute(&span, "gen_ai.tool.name").as_deref(),
+        Some("made-up-by-the-client")
+    );
 }
 
 #[test]
@@ -179,6 +201,7 @@ fn a_clients_long_name_is_cut() {
         protocol_version: None,
         via: Via::Stdio,
         session: None,
+        target_served: true,
     });
     let tool = attribute(&span, "gen_ai.tool.name").expect("the tool");
     assert_eq!(tool.len(), MAX_VALUE_LEN, "cut at a character boundary");
