@@ -5,7 +5,6 @@
 //! A URI nobody serves, or one the component says does not exist, is -32602
 //! with `data.uri` (SEP-2164), never an empty `contents`.
 
-use serde::Serialize;
 use serde_json::Value;
 
 use super::answer::Answer;
@@ -18,12 +17,6 @@ use super::wire;
 use crate::registry::Served;
 use crate::registry::validate::MAX_URI_LEN;
 use crate::runtime::{CallError, EventSink, Runtime, wit, wit_resources};
-
-/// A `ReadResourceResult`'s own members.
-#[derive(Serialize)]
-struct ReadResult<'a> {
-    contents: Vec<wire::ResourceContents<'a>>,
-}
 
 /// One round of `resources/read`: the component that reads the URI, and
 /// the template it matched, if any.
@@ -100,7 +93,7 @@ impl RoundMethod for ResourceRead {
                 Settled::Failed("the component returned no contents".to_owned())
             }
             wit_resources::ReadOutcome::Complete(contents) => {
-                let result = ReadResult {
+                let result = wire::ReadResourceResult {
                     contents: contents.iter().map(wire::resource_contents).collect(),
                 };
                 match Settled::encode(&result, limit) {

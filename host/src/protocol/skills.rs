@@ -23,7 +23,7 @@ use super::answer::Answer;
 use super::catalog::{self, Catalog};
 use super::jsonrpc::{self, Request, RpcError};
 use super::mrtr::output_failure;
-use super::wire::Base64;
+use super::wire;
 use crate::access::Kind;
 use crate::registry::skills::{DIRECTORY_MIME_TYPE, Skill, SkillFile};
 
@@ -146,30 +146,11 @@ pub(super) fn read_file(
     ttl_ms: u64,
     scope: &'static str,
 ) -> Answer {
-    #[derive(Serialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Contents<'a> {
-        uri: &'a str,
-        mime_type: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        text: Option<&'a str>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        blob: Option<Base64<'a>>,
-    }
-    #[derive(Serialize)]
-    struct ReadResult<'a> {
-        contents: [Contents<'a>; 1],
-    }
     let text = is_text(file.mime_type)
         .then(|| std::str::from_utf8(&file.bytes).ok())
         .flatten();
-    let result = ReadResult {
-        contents: [Contents {
-            uri,
-            mime_type: file.mime_type,
-            text,
-            blob: text.is_none().then(|| Base64::of(&file.bytes)),
-        }],
+    let result = wire::ReadResourceResult {
+        contents: vec![wire::file_contents(uri, file.mime_type, text, &file.bytes)],
     };
     match jsonrpc::encode_within(&result, limit) {
         Ok(members) => {

@@ -47,13 +47,6 @@ fn json_object<'a>(text: &'a str, what: &str) -> Result<&'a RawValue, GuestValue
 /// Bytes serialized as standard Base64 text.
 pub struct Base64<'a>(&'a [u8]);
 
-impl<'a> Base64<'a> {
-    /// `bytes`, to be serialized as Base64.
-    pub fn of(bytes: &'a [u8]) -> Base64<'a> {
-        Base64(bytes)
-    }
-}
-
 impl Serialize for Base64<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_str(&Base64Display::new(self.0, &STANDARD))
@@ -128,6 +121,29 @@ pub struct ResourceContents<'a> {
     text: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     blob: Option<Base64<'a>>,
+}
+
+/// A `ReadResourceResult`'s own members.
+#[derive(Serialize)]
+pub struct ReadResourceResult<'a> {
+    /// What was read.
+    pub contents: Vec<ResourceContents<'a>>,
+}
+
+/// The contents of a file the server holds itself (a skill's): `text` when
+/// it is sent as text, else `bytes` as Base64.
+pub fn file_contents<'a>(
+    uri: &'a str,
+    mime_type: &'a str,
+    text: Option<&'a str>,
+    bytes: &'a [u8],
+) -> ResourceContents<'a> {
+    ResourceContents {
+        uri,
+        mime_type: Some(mime_type),
+        text,
+        blob: text.is_none().then_some(Base64(bytes)),
+    }
 }
 
 /// Converts the contents of a resource (embedded, or read).
