@@ -92,6 +92,17 @@ fn line_with<'a>(stderr: &'a str, needles: &[&str]) -> Option<&'a str> {
         .find(|line| needles.iter().all(|needle| line.contains(needle)))
 }
 
+/// Asserts that, for each `(reference, digest, reason)`, one line of
+/// `stderr` says the component was skipped and names all three.
+fn assert_each_skipped_with_its_reason(stderr: &str, refused: &[(&str, &str, &str)]) {
+    for (reference, digest, reason) in refused {
+        assert!(
+            line_with(stderr, &["skipping component", reference, digest, reason]).is_some(),
+            "one line names {reference}, its digest and `{reason}`:\n{stderr}"
+        );
+    }
+}
+
 #[test]
 fn components_by_tag_and_by_digest_load_and_serve_with_their_digest() {
     let registry = OciRegistry::start();
@@ -177,21 +188,23 @@ fn bad_artifacts_are_refused_each_with_its_reason_while_the_others_serve() {
         .start_http();
     assert_eq!(server.client().tool_names(), ["sha256"]);
     let stderr = server.stderr();
-    for (repository, digest, reason) in [
-        (
-            "tools/wrong-type:1",
-            &wrong_type,
-            "media type is `application/octet-stream`",
-        ),
-        ("tools/two-layers:1", &two_layers, "has 2 layers"),
-        ("tools/tampered:1", &tampered, "digest"),
-        ("tools/oversized:1", &oversized, "--max-component-size"),
-    ] {
-        assert!(
-            line_with(&stderr, &["skipping component", repository, digest, reason]).is_some(),
-            "one line names {repository}, its digest and `{reason}`:\n{stderr}"
-        );
-    }
+    assert_each_skipped_with_its_reason(
+        &stderr,
+        &[
+            (
+                "tools/wrong-type:1",
+                wrong_type.as_str(),
+                "media type is `application/octet-stream`",
+            ),
+            ("tools/two-layers:1", two_layers.as_str(), "has 2 layers"),
+            ("tools/tampered:1", tampered.as_str(), "digest"),
+            (
+                "tools/oversized:1",
+                oversized.as_str(),
+                "--max-component-size",
+            ),
+        ],
+    );
     assert!(
         line_with(
             &stderr,
@@ -313,20 +326,22 @@ fn signatures_are_checked_before_load_and_each_refusal_says_why() {
         line_with(&stderr, &["signature verified", "tools/signed:1", &signed]).is_some(),
         "{stderr}"
     );
-    for (repository, digest, reason) in [
-        ("tools/unsigned:1", &unsigned, "it is unsigned"),
-        (
-            "tools/other-key:1",
-            &other_key,
-            "not signed by a trusted key",
-        ),
-        ("tools/other-digest:1", &other_digest, "another digest"),
-    ] {
-        assert!(
-            line_with(&stderr, &["skipping component", repository, digest, reason]).is_some(),
-            "one line names {repository}, its digest and `{reason}`:\n{stderr}"
-        );
-    }
+    assert_each_skipped_with_its_reason(
+        &stderr,
+        &[
+            ("tools/unsigned:1", unsigned.as_str(), "it is unsigned"),
+            (
+                "tools/other-key:1",
+                other_key.as_str(),
+                "not signed by a trusted key",
+            ),
+            (
+                "tools/other-digest:1",
+                other_digest.as_str(),
+                "another digest",
+            ),
+        ],
+    );
     assert!(
         line_with(
             &stderr,
