@@ -96,11 +96,11 @@ impl Gate<'_> {
                 None => Ok(()),
             },
             Method::SkillsGet => match text("uri") {
-                Some(uri) => self.skill(uri, || super::skills::unknown_skill(uri)),
+                Some(uri) => self.skill(uri, || unknown_skill(uri)),
                 None => Ok(()),
             },
             Method::ResourcesDirectoryRead => match text("uri") {
-                Some(uri) => self.skill(uri, || super::skills::not_a_directory(uri)),
+                Some(uri) => self.skill(uri, || not_a_directory(uri)),
                 None => Ok(()),
             },
             Method::CompletionComplete => {
@@ -334,4 +334,15 @@ pub(super) fn unknown_template(uri: &str) -> RpcError {
 /// -32602 with `data.uri` (SEP-2164).
 pub(super) fn resource_not_found(uri: &str) -> RpcError {
     RpcError::invalid_params(format!("Resource not found: {uri}")).with_data(json!({ "uri": uri }))
+}
+
+/// The error of `skills/get` naming no skill served: -32602.
+pub(super) fn unknown_skill(uri: &str) -> RpcError {
+    RpcError::invalid_params(format!("Unknown skill: {uri}")).with_data(json!({ "uri": uri }))
+}
+
+/// The error of `resources/directory/read` naming no directory served:
+/// -32602.
+pub(super) fn not_a_directory(uri: &str) -> RpcError {
+    RpcError::invalid_params(format!("Not a directory: {uri}")).with_data(json!({ "uri": uri }))
 }

@@ -80,7 +80,7 @@ impl Catalog {
                 registry
                     .skills()
                     .iter()
-                    .map(|s| encode(&super::skills::listed(s.item()))),
+                    .map(|s| encode(&wire::skill_resource(s.item()))),
             )
             .collect::<anyhow::Result<_>>()?;
         let skills = registry

@@ -18,7 +18,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::access::Gate;
+use super::access::{Gate, not_a_directory, unknown_skill};
 use super::answer::Answer;
 use super::catalog::{self, Catalog};
 use super::jsonrpc::{self, Request, RpcError};
@@ -33,30 +33,6 @@ pub const EXTENSION: &str = "io.modelcontextprotocol/skills";
 /// The extension's settings as `server/discover` declares them.
 pub(super) fn declared() -> Value {
     serde_json::json!({ "directoryRead": true })
-}
-
-/// A skill's `SKILL.md` as `resources/list` lists it: named and described
-/// by its frontmatter.
-pub(super) fn listed(skill: &Skill) -> impl Serialize + '_ {
-    #[derive(Serialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Listed<'a> {
-        uri: &'a str,
-        name: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        description: Option<&'a str>,
-        mime_type: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        size: Option<usize>,
-    }
-    let skill_md = skill.files.iter().find(|file| file.uri == skill.uri);
-    Listed {
-        uri: &skill.uri,
-        name: &skill.name,
-        description: skill.frontmatter.get("description").and_then(Value::as_str),
-        mime_type: skill_md.map_or("text/markdown", |file| file.mime_type),
-        size: skill_md.map(|file| file.bytes.len()),
-    }
 }
 
 /// `skills/get`: the entry of the skill whose `SKILL.md` is `params.uri`.
@@ -179,17 +155,4 @@ fn uri_param(request: &Request) -> Result<&str, RpcError> {
         .get("uri")
         .and_then(Value::as_str)
         .ok_or_else(|| RpcError::invalid_params("Invalid params: uri must be a string"))
-}
-
-/// The error of `skills/get` naming no skill served: -32602.
-pub(super) fn unknown_skill(uri: &str) -> RpcError {
-    RpcError::invalid_params(format!("Unknown skill: {uri}"))
-        .with_data(serde_json::json!({ "uri": uri }))
-}
-
-/// The error of `resources/directory/read` naming no directory served:
-/// -32602.
-pub(super) fn not_a_directory(uri: &str) -> RpcError {
-    RpcError::invalid_params(format!("Not a directory: {uri}"))
-        .with_data(serde_json::json!({ "uri": uri }))
 }

@@ -8,6 +8,7 @@ use tracing::info;
 
 use super::Tool;
 use super::cache::{CompileCache, Origin};
+use super::file_stamp::FileStamp;
 use super::skills::{self, Skill, SkillLimits};
 use super::validate::{self, ListingLimits};
 use crate::access::Kind;
@@ -35,16 +36,6 @@ pub(crate) struct Component {
     pub(crate) skills: Vec<Arc<Skill>>,
 }
 
-/// What identifies one version of a file without reading it: its size,
-/// modification time and (on Unix) inode. Replacing a file, in place or by
-/// renaming another over it, changes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct FileStamp {
-    len: u64,
-    modified: Option<std::time::SystemTime>,
-    inode: u64,
-}
-
 /// The stamps of a component file, of its manifest (`None`: no manifest)
 /// and of every entry of its skills directory.
 pub(crate) type ComponentStamp = (FileStamp, Option<FileStamp>, Vec<(PathBuf, FileStamp)>);
@@ -54,31 +45,6 @@ pub(crate) type ComponentStamp = (FileStamp, Option<FileStamp>, Vec<(PathBuf, Fi
 pub(crate) fn component_stamp(path: &Path) -> std::io::Result<ComponentStamp> {
     let manifest = FileStamp::of(&Manifest::path_for(path)).ok();
     Ok((FileStamp::of(path)?, manifest, skills::tree_stamp(path)))
-}
-
-impl FileStamp {
-    /// The stamp of the file at `path` now.
-    pub(crate) fn of(path: &Path) -> std::io::Result<FileStamp> {
-        Ok(FileStamp::from_metadata(&std::fs::metadata(path)?))
-    }
-
-    /// The stamp of the entry at `path` now, a link itself rather than
-    /// what it names.
-    pub(crate) fn of_entry(path: &Path) -> std::io::Result<FileStamp> {
-        Ok(FileStamp::from_metadata(&std::fs::symlink_metadata(path)?))
-    }
-
-    fn from_metadata(meta: &std::fs::Metadata) -> FileStamp {
-        #[cfg(unix)]
-        let inode = std::os::unix::fs::MetadataExt::ino(meta);
-        #[cfg(not(unix))]
-        let inode = 0;
-        FileStamp {
-            len: meta.len(),
-            modified: meta.modified().ok(),
-            inode,
-        }
-    }
 }
 
 impl Component {

@@ -24,6 +24,7 @@
 
 pub mod cache;
 mod component;
+mod file_stamp;
 pub mod footprint;
 pub mod input_schema;
 pub mod listed_size;

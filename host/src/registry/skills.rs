@@ -23,7 +23,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::component::FileStamp;
+use super::file_stamp::FileStamp;
 use crate::untrusted_file;
 
 /// The file every skill holds at its root.
