@@ -42,7 +42,7 @@ impl Lock {
         let lock: Lock =
             toml::from_str(&text).with_context(|| format!("lock file {}", path.display()))?;
         for (name, locked) in &lock.0 {
-            if super::pull::sha256_hex(&locked.digest).is_none() {
+            if super::digest::sha256_hex(&locked.digest).is_none() {
                 bail!(
                     "lock file {}: [{name}] digest = {:?} is not `sha256:` and 64 hex digits",
                     path.display(),

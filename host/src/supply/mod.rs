@@ -22,6 +22,7 @@
 //! holds them.
 
 pub mod components;
+mod digest;
 pub mod lock;
 mod pull;
 pub mod signature;
@@ -35,8 +36,9 @@ use tracing::{info, warn};
 
 use self::components::{Components, Wanted};
 use self::lock::Lock;
-use self::pull::{PullError, Pulled, Puller};
+use self::pull::{PullError, Puller};
 use self::signature::TrustedKeys;
+use self::store::Pulled;
 use self::store::Store;
 
 /// Where to reach registries, and the bounds of every pull.

@@ -14,8 +14,9 @@ use oci_client::{Client, Reference};
 
 use super::RegistrySettings;
 use super::components::Components;
+use super::digest::{sha256_hex, sha256_of};
 use super::signature::{PAYLOAD_MEDIA_TYPE, SIGNATURE_ANNOTATION, signature_tag};
-use super::store::Store;
+use super::store::{Pulled, Store};
 use crate::units::format_size;
 
 /// The media type of a component's layer in the Wasm OCI artifact layout
@@ -25,17 +26,6 @@ pub(super) const WASM_MEDIA_TYPE: &str = "application/wasm";
 /// The largest manifest (or signature payload) read: a single-layer
 /// manifest is well under 4 KiB.
 const MAX_MANIFEST_BYTES: u64 = 64 * 1024;
-
-/// A component pulled (or taken from the cache), its digests checked.
-#[derive(Debug)]
-pub(super) struct Pulled {
-    /// The digest of its manifest: what it is locked at and served as.
-    pub(super) digest: String,
-    /// The component.
-    pub(super) wasm: Vec<u8>,
-    /// Whether the cache held it all (the registry was not asked).
-    pub(super) from_cache: bool,
-}
 
 /// Why a component was not pulled.
 #[derive(Debug)]
@@ -417,23 +407,6 @@ fn is_loopback(registry: &str) -> bool {
     };
     let host = host.trim_start_matches('[').trim_end_matches(']');
     host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
-}
-
-/// `sha256:<hex>` of `bytes`.
-pub(super) fn sha256_of(bytes: &[u8]) -> String {
-    let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
-    let hex: String = digest
-        .as_ref()
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect();
-    format!("sha256:{hex}")
-}
-
-/// The hex of a `sha256:<64 lowercase hex digits>` digest, if it is one.
-pub(super) fn sha256_hex(digest: &str) -> Option<&str> {
-    let hex = digest.strip_prefix("sha256:")?;
-    (hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))).then_some(hex)
 }
 
 #[cfg(test)]

@@ -13,7 +13,18 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 use super::components::Wanted;
-use super::pull::{Pulled, sha256_hex, sha256_of};
+use super::digest::{sha256_hex, sha256_of};
+
+/// A component pulled (or taken from the cache), its digests checked.
+#[derive(Debug)]
+pub(super) struct Pulled {
+    /// The digest of its manifest: what it is locked at and served as.
+    pub(super) digest: String,
+    /// The component.
+    pub(super) wasm: Vec<u8>,
+    /// Whether the cache held it all (the registry was not asked).
+    pub(super) from_cache: bool,
+}
 
 /// The cache directory.
 #[derive(Debug, Clone)]
