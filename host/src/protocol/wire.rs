@@ -986,6 +986,30 @@ fn parse_sampling_content(block: &Value) -> Result<wit::SamplingContent, String>
     })
 }
 
+/// A skill's `SKILL.md` as `resources/list` lists it: named and described
+/// by its frontmatter.
+pub fn skill_resource(skill: &Skill) -> impl Serialize + '_ {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Listed<'a> {
+        uri: &'a str,
+        name: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        description: Option<&'a str>,
+        mime_type: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        size: Option<usize>,
+    }
+    let skill_md = skill.files.iter().find(|file| file.uri == skill.uri);
+    Listed {
+        uri: &skill.uri,
+        name: &skill.name,
+        description: skill.frontmatter.get("description").and_then(Value::as_str),
+        mime_type: skill_md.map_or("text/markdown", |file| file.mime_type),
+        size: skill_md.map(|file| file.bytes.len()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1132,29 +1156,5 @@ mod tests {
             "user_name"
         );
         assert!(input_responses(&Value::Null).is_err());
-    }
-}
-
-/// A skill's `SKILL.md` as `resources/list` lists it: named and described
-/// by its frontmatter.
-pub fn skill_resource(skill: &Skill) -> impl Serialize + '_ {
-    #[derive(Serialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Listed<'a> {
-        uri: &'a str,
-        name: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        description: Option<&'a str>,
-        mime_type: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        size: Option<usize>,
-    }
-    let skill_md = skill.files.iter().find(|file| file.uri == skill.uri);
-    Listed {
-        uri: &skill.uri,
-        name: &skill.name,
-        description: skill.frontmatter.get("description").and_then(Value::as_str),
-        mime_type: skill_md.map_or("text/markdown", |file| file.mime_type),
-        size: skill_md.map(|file| file.bytes.len()),
     }
 }
