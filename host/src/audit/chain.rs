@@ -21,7 +21,7 @@ use ring::digest::{Context, SHA256};
 use serde_json::{Map, Value, json};
 
 use super::key::AuditKey;
-use super::{hex, unhex};
+use super::unhex;
 use crate::sealing::canonical_json;
 
 /// The `prev` of the first record of a chain.
@@ -127,7 +127,7 @@ pub fn record_hash(prev: &str, record: &Map<String, Value>) -> String {
         .collect();
     bytes.extend_from_slice(&canonical_json(&Value::Object(without)));
     context.update(&bytes);
-    hex(context.finish().as_ref())
+    crate::hex::encode(context.finish().as_ref())
 }
 
 /// Whether `checkpoint`'s `mac` is `key`'s over its other members.

@@ -34,7 +34,7 @@ impl AuditKey {
     pub fn new(bytes: &[u8]) -> AuditKey {
         AuditKey {
             key: hmac::Key::new(hmac::HMAC_SHA256, bytes),
-            id: super::hex(&digest(&SHA256, bytes).as_ref()[..8]),
+            id: crate::hex::encode(&digest(&SHA256, bytes).as_ref()[..8]),
         }
     }
 
@@ -65,7 +65,7 @@ impl AuditKey {
 
     /// HMAC-SHA256 of `bytes`, in hex.
     pub fn sign(&self, bytes: &[u8]) -> String {
-        super::hex(hmac::sign(&self.key, bytes).as_ref())
+        crate::hex::encode(hmac::sign(&self.key, bytes).as_ref())
     }
 
     /// Whether `mac` (hex) is the HMAC of `bytes`.

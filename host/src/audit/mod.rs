@@ -440,8 +440,8 @@ pub fn reload_refused(why: &str) {
 /// SHA-256 of a file's bytes, in hex, if it can be read.
 fn file_digest(file: &Path) -> Option<String> {
     let bytes = std::fs::read(file).ok()?;
-    Some(hex(
-        ring::digest::digest(&ring::digest::SHA256, &bytes).as_ref()
+    Some(crate::hex::encode(
+        ring::digest::digest(&ring::digest::SHA256, &bytes).as_ref(),
     ))
 }
 
@@ -487,11 +487,6 @@ fn bounded(text: &str) -> &str {
 /// Now, as records write it (RFC 3339, UTC, milliseconds).
 fn now() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
-}
-
-/// `bytes` in lowercase hex.
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Lowercase or uppercase hex as bytes, if it is hex.
@@ -611,9 +606,9 @@ mod tests {
     }
 
     #[test]
-    fn hex_goes_both_ways() {
-        assert_eq!(hex(&[0, 15, 255]), "000fff");
+    fn unhex_reads_hex_of_either_case() {
         assert_eq!(unhex("000fff"), Some(vec![0, 15, 255]));
+        assert_eq!(unhex("00AB"), Some(vec![0, 0xab]));
         assert_eq!(unhex("0g"), None);
         assert_eq!(unhex("abc"), None);
     }

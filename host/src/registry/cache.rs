@@ -81,7 +81,7 @@ impl CompileCache {
     pub fn key(&self, wasm: &[u8]) -> String {
         format!(
             "{}-{}",
-            hex(digest::digest(&digest::SHA256, wasm).as_ref()),
+            crate::hex::encode(digest::digest(&digest::SHA256, wasm).as_ref()),
             self.engine_key
         )
     }
@@ -199,7 +199,7 @@ fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
 fn engine_key(engine: &Engine) -> String {
     let mut hasher = Sha256Hasher(digest::Context::new(&digest::SHA256));
     engine.precompile_compatibility_hash().hash(&mut hasher);
-    hex(hasher.0.finish().as_ref())
+    crate::hex::encode(hasher.0.finish().as_ref())
 }
 
 /// Feeds `Hash` input into SHA-256, so the key is stable across processes
@@ -218,15 +218,6 @@ impl Hasher for Sha256Hasher {
         first.copy_from_slice(&digest.as_ref()[..8]);
         u64::from_le_bytes(first)
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(out, "{b:02x}");
-    }
-    out
 }
 
 #[cfg(test)]
@@ -275,10 +266,5 @@ mod tests {
         if let Some(dir) = default_cache_dir() {
             assert!(dir.ends_with("airlock"));
         }
-    }
-
-    #[test]
-    fn hex_encodes() {
-        assert_eq!(hex(&[0, 0xab, 0x10]), "00ab10");
     }
 }

@@ -253,7 +253,7 @@ fn load_one(dir: &Path, name: &str, limits: SkillLimits) -> Result<Skill, String
         files.push(SkillFile {
             uri: format!("{SCHEME}{name}/{relative}"),
             mime_type: mime_type(&relative),
-            digest: format!("sha256:{}", hex(digest.as_ref())),
+            digest: format!("sha256:{}", crate::hex::encode(digest.as_ref())),
             bytes: bytes.into(),
             path: relative,
         });
@@ -456,10 +456,6 @@ fn mime_type(path: &str) -> &'static str {
 }
 
 /// Lowercase hexadecimal.
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
