@@ -11,6 +11,7 @@
 
 mod access;
 mod audit;
+mod card;
 mod config_file;
 mod connections;
 mod doc;

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::access::AccessOptions;
 use super::audit::AuditOptions;
+use super::card::CardOptions;
 use super::connections::ConnectionOptions;
 use super::legacy::LegacyOptions;
 use super::metrics::MetricsOptions;
@@ -159,6 +160,9 @@ pub struct ServeOptions {
     /// The audit trail.
     #[command(flatten)]
     pub audit: AuditOptions,
+    /// What the server card says.
+    #[command(flatten)]
+    pub card: CardOptions,
 }
 
 impl ServeOptions {
@@ -214,6 +218,7 @@ impl ServeOptions {
             state_keys_file: self.state_keys_file,
             tokens_file: self.access.tokens_file.clone(),
             auth: self.access.auth(),
+            card: self.card.settings(self.access.oauth_resource.as_deref()),
             access_policy: self.access.access_policy.clone(),
             allowed_hosts: self.access.allowed_hosts,
             allowed_origins: self.access.allowed_origins,

@@ -285,8 +285,8 @@ impl Server {
     }
 
     /// [`Server::capabilities`] as `server/discover` says them: with the
-    /// extensions of the 2026-07-28 wire.
-    fn discovered_capabilities(&self) -> Value {
+    /// extensions of the 2026-07-28 wire, for what is loaded now.
+    pub fn discovered_capabilities(&self) -> Value {
         let mut capabilities = self.capabilities();
         let mut extensions = serde_json::Map::new();
         if self.tasks.is_some() {

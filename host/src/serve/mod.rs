@@ -86,6 +86,8 @@ pub struct ServeConfig {
     pub tokens_file: Option<PathBuf>,
     /// JWT access tokens and OAuth protected-resource metadata.
     pub auth: AuthSettings,
+    /// What the server card says (see [`http::server_card`]).
+    pub card: http::CardSettings,
     /// The server's access policy file (see [`crate::access`]).
     pub access_policy: Option<PathBuf>,
     /// Host names accepted in `Host` and `Origin` besides
@@ -439,6 +441,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         },
         limits: config.connections,
         health: health.clone(),
+        card: Arc::new(http::ServerCard::new(config.card.clone(), server.clone())),
     };
     let _metrics = metrics::start(
         config.metrics.as_ref(),

@@ -26,7 +26,7 @@ use airlock::registry::Registry;
 use airlock::runtime::{Runtime, RuntimeLimits};
 use airlock::sealing::{KeyRing, StateLimits, StateSealer};
 use airlock::tasks::{MemoryStore, TaskSettings, Tasks};
-use airlock::transport::http::{Admission, router};
+use airlock::transport::http::{Admission, CardSettings, ServerCard, router};
 use airlock::transport::stdio::serve_streams;
 use airlock_e2e::http::request_headers;
 use airlock_e2e::legacy::{LEGACY_VERSION, SESSION_HEADER, initialize_params};
@@ -137,7 +137,11 @@ impl Host {
             max_body_bytes: setup.max_body_bytes,
         };
         Host {
-            router: router(endpoint.clone(), admission),
+            router: router(
+                endpoint.clone(),
+                admission,
+                Arc::new(ServerCard::new(CardSettings::default(), server.clone())),
+            ),
             server,
             endpoint,
             max_line_bytes: setup.max_body_bytes,

@@ -15,8 +15,10 @@
 //!    and at most the body limit (413, checked on `Content-Length` and
 //!    again while it is read).
 //!
-//! Public routes (the OAuth metadata document) pass the Host and Origin
-//! check only.
+//! Public routes (the server card, the OAuth metadata document) pass the
+//! Host check only: they are read-only documents any web page may read
+//! (the card says `Access-Control-Allow-Origin: *`), so a foreign `Origin`
+//! is no reason to refuse them; the Host check still stops DNS rebinding.
 //!
 //! The checks need nothing but the request head, so [`Admitted`] is a plain
 //! tower service: a refused request is answered at once, and an admitted
@@ -52,8 +54,8 @@ pub struct Admission {
 }
 
 /// `mcp` (the endpoint's routes) behind Host and Origin, authentication and
-/// the body checks; `public` (routes any client may read) behind Host and
-/// Origin only.
+/// the body checks; `public` (routes any client may read) behind the Host
+/// check only.
 pub fn admitted<S>(admission: Arc<Admission>, mcp: Router<S>, public: Router<S>) -> Router<S>
 where
     S: Clone + Send + Sync + 'static,
@@ -81,7 +83,7 @@ async fn no_route() -> StatusCode {
 enum Scope {
     /// Host and Origin, authentication, the body.
     Endpoint,
-    /// Host and Origin only.
+    /// Host only.
     Public,
 }
 
@@ -149,11 +151,13 @@ enum Refused {
 impl Admission {
     /// `request`, ready for its route, or why it is refused.
     fn admit(&self, mut request: Request, scope: Scope) -> Result<Request, Refused> {
-        self.check_host_and_origin(request.headers())
+        self.check_host(request.headers())
             .map_err(Refused::Forbidden)?;
         if scope == Scope::Public {
             return Ok(request);
         }
+        self.check_origin(request.headers())
+            .map_err(Refused::Forbidden)?;
         let authorization = request
             .headers()
             .get(header::AUTHORIZATION)
@@ -221,9 +225,8 @@ impl Admission {
             .any(|allowed| allowed.eq_ignore_ascii_case(host))
     }
 
-    /// DNS-rebinding protection: `Host` must name an allowed host, and an
-    /// `Origin`, when present, must be an allowed host or an allowed origin.
-    fn check_host_and_origin(&self, headers: &HeaderMap) -> Result<(), String> {
+    /// DNS-rebinding protection: `Host` must name an allowed host.
+    fn check_host(&self, headers: &HeaderMap) -> Result<(), String> {
         let host = headers
             .get(header::HOST)
             .and_then(|h| h.to_str().ok())
@@ -233,6 +236,12 @@ impl Admission {
                 "Host '{host}' is not allowed; start airlock with --allowed-host to accept it"
             ));
         }
+        Ok(())
+    }
+
+    /// Cross-site protection: an `Origin`, when present, must be an allowed
+    /// host or an allowed origin.
+    fn check_origin(&self, headers: &HeaderMap) -> Result<(), String> {
         if let Some(origin) = headers.get(header::ORIGIN) {
             let origin = origin.to_str().unwrap_or("");
             let authority = origin.split_once("://").map_or("", |(_, rest)| rest);
@@ -374,7 +383,7 @@ mod tests {
             403
         );
         let origin = ("origin", "https://evil.com");
-        assert_eq!(send("GET", "/public", &[HOST, origin], "").await.0, 403);
+        assert_eq!(send("GET", "/public", &[HOST, origin], "").await.0, 200);
     }
 
     #[tokio::test]

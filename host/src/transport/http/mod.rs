@@ -2,9 +2,11 @@
 //! framing of messages and their answers. What a message means, and which
 //! protocol era serves it, is the [`Endpoint`]'s to decide.
 //!
-//! One path, `/mcp`: POST, plus GET and DELETE for sessions; and, when
-//! configured, the OAuth protected-resource metadata (RFC 9728) on GET
-//! `/.well-known/oauth-protected-resource[/mcp]`, served without a token.
+//! One path, `/mcp`: POST, plus GET and DELETE for sessions; its server card
+//! on GET `/mcp/server-card` ([`server_card`]); and, when configured, the
+//! OAuth protected-resource metadata (RFC 9728) on GET
+//! `/.well-known/oauth-protected-resource[/mcp]`. The last two are served
+//! without a token.
 //! Before a body is decoded: the `Host` and `Origin` headers are checked
 //! against an allow-list (DNS-rebinding protection), the bearer token is
 //! checked when authentication is configured (tokens file, JWT), and the
@@ -63,10 +65,12 @@ use crate::protocol::jsonrpc::{self, RpcError};
 pub mod admission;
 pub mod connections;
 pub mod health;
+pub mod server_card;
 
 pub use admission::Admission;
 pub use connections::{BodyTimeout, ConnectionLimits};
 pub use health::{Health, health_routes};
+pub use server_card::{CardSettings, ServerCard};
 
 /// Settings of the HTTP transport.
 #[derive(Debug)]
@@ -78,6 +82,8 @@ pub struct HttpSettings {
     pub limits: ConnectionLimits,
     /// What the probes report; drained when shutting down.
     pub health: Arc<Health>,
+    /// The server card served at [`server_card::PATH`].
+    pub card: Arc<ServerCard>,
 }
 
 /// The host names a local server accepts by default.
@@ -102,12 +108,13 @@ pub async fn serve(
         admission,
         limits,
         health,
+        card,
     } = settings;
     let expiry = {
         let endpoint = endpoint.clone();
         tokio::spawn(async move { endpoint.expire_idle_sessions().await })
     };
-    let router = router(endpoint.clone(), admission).merge(health_routes(health.clone()));
+    let router = router(endpoint.clone(), admission, card).merge(health_routes(health.clone()));
     let shutdown = {
         let health = health.clone();
         async move {
@@ -128,10 +135,11 @@ pub async fn serve(
     connections::serve(listener, router, limits, health.draining(), shutdown).await
 }
 
-/// The routes of `/mcp` (and of the OAuth metadata, when configured), every
-/// one behind `admission`: what [`serve`] serves, without the probes and
-/// the listener, so that it can be driven in-process too.
-pub fn router(endpoint: Arc<Endpoint>, admission: Admission) -> Router {
+/// The routes of `/mcp`, its server card (and the OAuth metadata, when
+/// configured), every one behind `admission`: what [`serve`] serves,
+/// without the probes and the listener, so that it can be driven
+/// in-process too.
+pub fn router(endpoint: Arc<Endpoint>, admission: Admission, card: Arc<ServerCard>) -> Router {
     let app = Arc::new(App {
         endpoint,
         max_body_bytes: admission.max_body_bytes,
@@ -143,7 +151,11 @@ pub fn router(endpoint: Arc<Endpoint>, admission: Admission) -> Router {
             .delete(handle_delete)
             .fallback(method_not_allowed),
     );
-    let mut public = Router::new();
+    let mut public = Router::new().route(
+        server_card::PATH,
+        get(move |headers: HeaderMap| async move { card.respond(&headers) })
+            .options(|| async { ServerCard::preflight() }),
+    );
     if let Some(metadata) = admission.auth.metadata().cloned() {
         let metadata = Arc::new(metadata);
         let document = move |request: axum::extract::Request| {
