@@ -74,6 +74,11 @@ pub struct SandboxOptions {
     #[arg(long, value_name = "SIZE", default_value = "4MiB", help_heading = COMPONENTS,
           value_parser = values::size(1 << 10, u64::MAX))]
     pub max_listing: u64,
+    /// Most skills one component's skills directory (`NAME.skills/`) may hold; beyond it, the first
+    /// by name are served and the others not.
+    #[arg(long, value_name = "N", default_value_t = 256, help_heading = COMPONENTS,
+          value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    pub max_skills: u64,
     /// Most files one skill of a component's skills directory (`NAME.skills/<skill>/`) may hold; a
     /// skill with more is not served.
     #[arg(long, value_name = "N", default_value_t = 512, help_heading = COMPONENTS,
@@ -106,6 +111,7 @@ impl SandboxOptions {
                 max_component_bytes: self.max_component_size,
                 max_schema_bytes: saturate(self.max_schema),
                 max_listing_bytes: saturate(self.max_listing),
+                max_skills: saturate(self.max_skills),
                 max_skill_files: saturate(self.max_skill_files),
                 max_skill_bytes: self.max_skill_size,
                 ..limits

@@ -247,6 +247,7 @@ fn read_and_compile(
     let skills = skills::load(
         path,
         SkillLimits {
+            max_skills: limits.max_skills,
             max_files: limits.max_skill_files,
             max_bytes: limits.max_skill_bytes,
         },

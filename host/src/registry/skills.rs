@@ -35,9 +35,12 @@ pub const SCHEME: &str = "skill://";
 /// The MIME type of a directory in `resources/directory/read`.
 pub const DIRECTORY_MIME_TYPE: &str = "inode/directory";
 
-/// How many files and bytes one skill may hold.
+/// How many skills one component may ship, and how many files and bytes
+/// one skill may hold.
 #[derive(Debug, Clone, Copy)]
 pub struct SkillLimits {
+    /// Most skills in one component's skills directory.
+    pub max_skills: usize,
     /// Most files in one skill, `SKILL.md` included.
     pub max_files: usize,
     /// Most bytes all files of one skill may take together.
@@ -45,9 +48,11 @@ pub struct SkillLimits {
 }
 
 impl Default for SkillLimits {
-    /// The extension's limits: 512 files and 16 MiB per skill.
+    /// The extension's limits, 512 files and 16 MiB per skill, and 256
+    /// skills per component.
     fn default() -> Self {
         SkillLimits {
+            max_skills: 256,
             max_files: 512,
             max_bytes: 16 << 20,
         }
@@ -188,7 +193,8 @@ pub(crate) fn tree_stamp(component: &Path) -> Vec<(PathBuf, FileStamp)> {
 /// Reads every skill of the component at `component` (blocking), sorted by
 /// name; skips, with a warning naming it, each skill that breaks a rule or
 /// whose entry would not fit a page of `skills/list` within
-/// `max_entry_bytes`.
+/// `max_entry_bytes`. Of more than `limits.max_skills` entries, the first
+/// by name are read and the others skipped, with one warning.
 pub(crate) fn load(
     component: &Path,
     limits: SkillLimits,
@@ -204,6 +210,16 @@ pub(crate) fn load(
         .filter(|name| !name.starts_with('.'))
         .collect();
     names.sort();
+    if names.len() > limits.max_skills {
+        let skipped = names.split_off(limits.max_skills);
+        tracing::warn!(
+            skills = %dir.display(),
+            "skipping {} skills (from `{}` on): more than --max-skills {} in one component",
+            skipped.len(),
+            skipped[0],
+            limits.max_skills
+        );
+    }
     let mut skills = Vec::new();
     for name in names {
         let path = dir.join(&name);
@@ -551,6 +567,7 @@ mod tests {
         }
         let (_dir, wasm) = component(&files);
         let limits = SkillLimits {
+            max_skills: 16,
             max_files: 4,
             max_bytes: 1024,
         };
@@ -565,6 +582,34 @@ mod tests {
         assert!(why("plain").unwrap_err().contains("frontmatter"));
         assert!(why("big").unwrap_err().contains("--max-skill-size"));
         assert!(why("many").unwrap_err().contains("--max-skill-files"));
+    }
+
+    #[test]
+    fn beyond_the_most_skills_only_the_first_by_name_are_read() {
+        let names = ["a", "b", "c"];
+        let files: Vec<(String, String)> = names
+            .iter()
+            .map(|name| {
+                (
+                    format!("{name}/SKILL.md"),
+                    format!("---\nname: {name}\ndescription: d\n---\n"),
+                )
+            })
+            .collect();
+        let files: Vec<(&str, &[u8])> = files
+            .iter()
+            .map(|(path, text)| (path.as_str(), text.as_bytes()))
+            .collect();
+        let (_dir, wasm) = component(&files);
+        let limits = SkillLimits {
+            max_skills: 2,
+            ..SkillLimits::default()
+        };
+        let loaded: Vec<_> = load(&wasm, limits, 1 << 20)
+            .iter()
+            .map(|s| s.name.clone())
+            .collect();
+        assert_eq!(loaded, ["a", "b"]);
     }
 
     #[test]

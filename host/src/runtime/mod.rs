@@ -134,6 +134,8 @@ pub struct RuntimeLimits {
     /// Most bytes everything one component lists (tools, prompts,
     /// resources, templates) may take as clients get it. Default 4 MiB.
     pub max_listing_bytes: usize,
+    /// Most skills one component's skills directory may hold. Default 256.
+    pub max_skills: usize,
     /// Most files one skill (of a component's skills directory) may hold.
     /// Default 512, the skills extension's limit.
     pub max_skill_files: usize,
@@ -173,6 +175,7 @@ impl Default for RuntimeLimits {
             max_component_bytes: 128 << 20,
             max_schema_bytes: 256 << 10,
             max_listing_bytes: 4 << 20,
+            max_skills: 256,
             max_skill_files: 512,
             max_skill_bytes: 16 << 20,
         }
