@@ -5,16 +5,11 @@
 //! reload that follows.
 
 use airlock_e2e::mcp::{complete, no_caps};
+use airlock_e2e::oci_registry::sha256;
 use airlock_e2e::{Airlock, HttpServer, McpClient, ToolsDir, wait_until};
 use serde_json::{Value, json};
 
 const SKILL_MD: &str = "---\nname: hashing\ndescription: How to hash text with the sha256 tool\n---\nCall `sha256` with `{\"text\": ...}`.\n";
-
-fn sha256(bytes: &[u8]) -> String {
-    let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
-    let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
-}
 
 /// The entries `skills/list` serves (one page is all these tests make).
 fn skills(client: &dyn McpClient) -> Vec<Value> {

@@ -1,0 +1,208 @@
+//! Registries that misbehave, played by a small fake registry of the
+//! test's own: one that accepts connections and never answers, and one
+//! that answers a proper manifest and then streams its layer without end.
+//! Every pull is bounded: by `--pull-timeout` for the first, by the layer's
+//! listed size for the second; each ends with a reason, and the host still
+//! serves its other components.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::Duration;
+
+use airlock_e2e::oci_registry::sha256;
+use airlock_e2e::{Airlock, ToolsDir, run_airlock};
+
+/// How the fake registry misbehaves.
+#[derive(Clone, Copy)]
+enum Misbehaviour {
+    /// Reads each request and never answers.
+    Stalls,
+    /// Answers `/v2/`, a manifest listing a 1000-byte `application/wasm`
+    /// layer, and then that layer as zeros without end.
+    EndlessLayer,
+}
+
+/// A fake registry on a loopback port, until dropped.
+struct FakeRegistry {
+    host: String,
+    stop: Arc<AtomicBool>,
+}
+
+impl FakeRegistry {
+    fn start(misbehaviour: Misbehaviour) -> FakeRegistry {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a port");
+        let host = listener.local_addr().unwrap().to_string();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                if stopped.load(Ordering::Relaxed) {
+                    break;
+                }
+                let stop = stopped.clone();
+                thread::spawn(move || answer(stream, misbehaviour, &stop));
+            }
+        });
+        FakeRegistry { host, stop }
+    }
+
+    fn reference(&self) -> String {
+        format!("{}/tools/hash:1", self.host)
+    }
+}
+
+impl Drop for FakeRegistry {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        // Wake the accept loop so that it sees the stop.
+        let _ = TcpStream::connect(&self.host);
+    }
+}
+
+/// Serves the requests of one connection as `misbehaviour` says.
+fn answer(stream: TcpStream, misbehaviour: Misbehaviour, stop: &AtomicBool) {
+    let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
+    let mut writer = stream;
+    loop {
+        let mut request_line = String::new();
+        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+            return;
+        }
+        loop {
+            let mut header = String::new();
+            if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
+                break;
+            }
+        }
+        let path = request_line.split_whitespace().nth(1).unwrap_or("");
+        match misbehaviour {
+            Misbehaviour::Stalls => {
+                while !stop.load(Ordering::Relaxed) {
+                    thread::sleep(Duration::from_millis(100));
+                }
+                return;
+            }
+            Misbehaviour::EndlessLayer => {
+                let config = b"{}".to_vec();
+                let manifest = serde_json::json!({
+                    "schemaVersion": 2,
+                    "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                    "config": {
+                        "mediaType": "application/vnd.wasm.config.v0+json",
+                        "digest": sha256(&config),
+                        "size": config.len(),
+                    },
+                    "layers": [{
+                        "mediaType": "application/wasm",
+                        "digest": sha256(&[0u8; 1000]),
+                        "size": 1000,
+                    }],
+                })
+                .to_string();
+                if path.contains("/manifests/") {
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\nDocker-Content-Digest: {}\r\nContent-Length: {}\r\n\r\n",
+                        sha256(manifest.as_bytes()),
+                        manifest.len()
+                    );
+                    let _ = writer.write_all(head.as_bytes());
+                    let _ = writer.write_all(manifest.as_bytes());
+                } else if path.contains("/blobs/") && path.ends_with(&sha256(&config)[7..]) {
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n",
+                        config.len()
+                    );
+                    let _ = writer.write_all(head.as_bytes());
+                    let _ = writer.write_all(&config);
+                } else if path.contains("/blobs/") {
+                    // No length, and no end: zeros until the client hangs up.
+                    let head = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n";
+                    if writer.write_all(head.as_bytes()).is_err() {
+                        return;
+                    }
+                    let zeros = [0u8; 64 * 1024];
+                    while !stop.load(Ordering::Relaxed) && writer.write_all(&zeros).is_ok() {}
+                    return;
+                } else {
+                    let _ = writer.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}");
+                }
+            }
+        }
+    }
+}
+
+/// Runs `airlock pull` of one component, `hash`, named by `reference`;
+/// returns whether it succeeded and its stderr.
+fn pull(reference: &str, extra: &[&str]) -> (bool, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let components = dir.path().join("components.toml");
+    std::fs::write(
+        &components,
+        format!("[hash]\nreference = \"{reference}\"\n"),
+    )
+    .unwrap();
+    let mut args = vec![
+        "pull".to_owned(),
+        "--components".to_owned(),
+        components.display().to_string(),
+        "--pull-cache-dir".to_owned(),
+        dir.path().join("pulled").display().to_string(),
+        "--lock".to_owned(),
+        dir.path().join("airlock.lock").display().to_string(),
+    ];
+    args.extend(extra.iter().map(|arg| (*arg).to_owned()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (status, _, stderr) = run_airlock(&args);
+    (status.success(), stderr)
+}
+
+#[test]
+fn a_registry_that_never_answers_is_given_up_on_after_the_pull_timeout() {
+    let registry = FakeRegistry::start(Misbehaviour::Stalls);
+    let (pulled, stderr) = pull(&registry.reference(), &["--pull-timeout", "1s"]);
+    assert!(!pulled, "nothing was pulled:\n{stderr}");
+    assert!(
+        stderr.contains("not locked, nothing written") && stderr.contains(&registry.reference()),
+        "the failure names the reference:\n{stderr}"
+    );
+}
+
+#[test]
+fn a_layer_that_streams_without_end_is_cut_at_its_listed_size() {
+    let registry = FakeRegistry::start(Misbehaviour::EndlessLayer);
+    let (pulled, stderr) = pull(&registry.reference(), &[]);
+    assert!(!pulled, "nothing was pulled:\n{stderr}");
+    assert!(
+        stderr.contains("sent more than the 1000B its manifest lists"),
+        "the failure says the layer was longer than listed:\n{stderr}"
+    );
+
+    // Serving: the pulled component is skipped with that reason, and the
+    // tools directory's component still serves.
+    let dir = tempfile::tempdir().unwrap();
+    let components = dir.path().join("components.toml");
+    std::fs::write(
+        &components,
+        format!("[remote]\nreference = \"{}\"\n", registry.reference()),
+    )
+    .unwrap();
+    let server = Airlock::new(&ToolsDir::with(&["hash"]))
+        .arg("--components")
+        .arg(&components)
+        .arg("--pull-cache-dir")
+        .arg(dir.path().join("pulled"))
+        .start_http();
+    airlock_e2e::flows::sha256(&server.client());
+    let stderr = server.stderr();
+    assert!(
+        stderr
+            .lines()
+            .any(|line| line.contains("skipping component")
+                && line.contains(&registry.reference())
+                && line.contains("sent more than")),
+        "one line says why the pulled component is skipped:\n{stderr}"
+    );
+}
