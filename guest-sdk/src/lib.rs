@@ -97,6 +97,7 @@
 //! | log, report progress | [`log::info`] and friends, [`progress`] |
 //! | offer prompts | [`Prompt::new`]`(name, description).required_argument(…)`; read [`PromptRequest::argument`]; finish with [`PromptResult::new`]`().user(…)` or [`PromptOutcome::text`] |
 //! | offer resources | [`Resource::new`]`(uri, name).mime_type(…)`, [`ResourceTemplate::new`]; read [`ResourceRead::uri`], [`ResourceRead::variable`]; finish with [`ResourceContents::text`] / [`ResourceContents::blob`] or [`ReadOutcome::NotFound`] |
+//! | serve a skill (`skill://<name>/SKILL.md`) | [`ServedSkill::new`]`(name, SKILL_MD)`: add [`ServedSkill::resource`] to the list, answer with [`ServedSkill::read`]; plain-file skills need no code (`NAME.skills/<name>/SKILL.md` beside the component) |
 //! | complete arguments | [`Completion::new`]`(values)` (capped at 100), [`Completion::matching`]`(candidates, typed)` |
 //! | report a changed list or resource | [`notify::list_changed`]`(ListKind::Tools)`, [`notify::resource_updated`]`(uri)` |
 //! | export | [`export!`]`(MyTools)`, or `export! { tools: T, prompts: P, resources: R, completions: C }`: the component exports what is named, nothing else |
@@ -222,6 +223,7 @@ mod resources;
 mod router;
 #[cfg(feature = "schemars")]
 mod schema;
+mod skills;
 
 pub use call::Call;
 pub use completions::MAX_COMPLETION_VALUES;
@@ -236,6 +238,7 @@ pub use router::{RoutedTools, ToolRouter};
 pub use serde_json;
 /// Builds a [`serde_json::Value`] from JSON-like syntax; handy for schemas.
 pub use serde_json::json;
+pub use skills::ServedSkill;
 pub use types::{
     CallResult, Completion, CompletionRequest, ContentBlock, ElicitationAction,
     ElicitationResponse, EmbeddedResource, InputRequired, ModelPreferences, Prompt, PromptArgument,

@@ -112,3 +112,65 @@ fn a_changed_skill_file_is_served_with_its_new_digest_after_the_reload() {
     );
     assert_eq!(complete(&read)["contents"][0]["text"], "second, longer");
 }
+
+#[test]
+fn a_component_serves_a_skill_as_resources_beside_its_skills_directory() {
+    let tools = ToolsDir::with(&["watcher"]);
+    tools.add_bytes(
+        "watcher.skills/subscribing/SKILL.md",
+        b"---\nname: subscribing\ndescription: How to subscribe to a watched resource\n---\nSubscribe, then touch.\n",
+    );
+    let server = Airlock::new(&tools).start_http();
+    let client = server.client();
+
+    let listed = skills(&client);
+    let uris: Vec<_> = listed.iter().map(|s| s["uri"].clone()).collect();
+    assert_eq!(
+        uris,
+        [
+            json!("skill://subscribing/SKILL.md"),
+            json!("skill://watching/SKILL.md")
+        ],
+        "the directory's skill, then the component's"
+    );
+    let served = &listed[1];
+    assert_eq!(served["resources"], "dynamic", "{served}");
+    assert_eq!(
+        served["frontmatter"],
+        json!({"name": "watching", "description": "How to make a watched resource report an update"})
+    );
+    let got = client.rpc(
+        "skills/get",
+        json!({"uri": "skill://watching/SKILL.md"}),
+        no_caps(),
+    );
+    assert_eq!(&complete(&got)["skill"], served);
+
+    // Its SKILL.md is the component's resource: listed once, read from it.
+    let resources = client.rpc("resources/list", json!({}), no_caps());
+    let skill_md: Vec<_> = complete(&resources)["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["uri"] == "skill://watching/SKILL.md")
+        .collect();
+    assert_eq!(skill_md.len(), 1, "{resources}");
+    let read = client.rpc(
+        "resources/read",
+        json!({"uri": "skill://watching/SKILL.md"}),
+        no_caps(),
+    );
+    assert!(
+        complete(&read)["contents"][0]["text"]
+            .as_str()
+            .is_some_and(|text| text.contains("Call `touch`")),
+        "{read}"
+    );
+    // Its files are not enumerated: no directory to read.
+    let directory = client.rpc(
+        "resources/directory/read",
+        json!({"uri": "skill://watching"}),
+        no_caps(),
+    );
+    assert_eq!(directory["error"]["code"], -32602, "{directory}");
+}

@@ -70,18 +70,20 @@ impl Catalog {
             .iter()
             .map(|p| encode(&wire::prompt(p.item())))
             .collect::<anyhow::Result<_>>()?;
-        // A skill's `SKILL.md` is listed among the resources, after the
-        // components' own.
+        // The `SKILL.md` of a skills directory's skill is listed among the
+        // resources, after the components' own (a component lists those it
+        // serves itself).
+        let directory_skills = || {
+            registry
+                .skills()
+                .iter()
+                .filter(|s| !s.item().served_by_component)
+        };
         let resources = registry
             .resources()
             .iter()
             .map(|r| encode(&wire::resource(r.item())))
-            .chain(
-                registry
-                    .skills()
-                    .iter()
-                    .map(|s| encode(&wire::skill_resource(s.item()))),
-            )
+            .chain(directory_skills().map(|s| encode(&wire::skill_resource(s.item()))))
             .collect::<anyhow::Result<_>>()?;
         let skills = registry
             .skills()
@@ -89,7 +91,7 @@ impl Catalog {
             .map(|s| encode(&**s.item()))
             .collect::<anyhow::Result<_>>()?;
         let mut resource_rules = rules(registry.resources(), Kind::Resource);
-        resource_rules.extend(rules(registry.skills(), Kind::Resource));
+        resource_rules.extend(directory_skills().map(|s| s.access_rule(Kind::Resource).cloned()));
         let templates = registry
             .templates()
             .iter()

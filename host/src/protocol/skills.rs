@@ -1,6 +1,7 @@
 //! The skills extension on the wire (`io.modelcontextprotocol/skills`,
 //! SEP-2640), over the skills the registry reads from the components'
-//! skills directories (see [`crate::registry::skills`]):
+//! skills directories and those components serve as resources (see
+//! [`crate::registry::skills`]):
 //!
 //! - `skills/list`: the entries (`{uri, frontmatter, resources}`), paginated
 //!   like every list and cacheable;
@@ -8,8 +9,9 @@
 //! - `resources/directory/read {uri, cursor?}` (declared as
 //!   `directoryRead: true`): the direct children of a skill's directory,
 //!   subdirectories as `inode/directory`; -32602 for anything else;
-//! - `resources/read` of a skill's file, answered from the bytes read at
-//!   load, within the component's output limit.
+//! - `resources/read` of a skills directory's file, answered from the bytes
+//!   read at load, within the component's output limit (a skill a component
+//!   serves is read from it, like its other resources).
 //!
 //! The extension is declared only while some skill is served. A skill is a
 //! resource to the access rules: its `SKILL.md` URI names it, and its rule

@@ -14,7 +14,9 @@ use super::validate::{self, ListingLimits};
 use crate::access::Kind;
 use crate::policy::Policy;
 use crate::policy::manifest::Manifest;
-use crate::runtime::{CallError, CheckedComponent, ListError, Listing, Runtime};
+use crate::runtime::{
+    CallError, CheckedComponent, ListError, Listing, Runtime, wit, wit_resources,
+};
 use crate::untrusted_file::{FileError, RegularFile};
 
 /// A compiled, linked and listed component.
@@ -89,6 +91,7 @@ impl Component {
             .await
             .map_err(list_failure)?;
         let (tools, listing) = checked_listing(runtime, listing)?;
+        let skills = with_served_skills(runtime, path, &checked, &listing, skills).await;
         check_access_rules(&policy, &tools, &listing, &skills)?;
         let summary = summary(&tools, &listing, &skills);
         match origin {
@@ -120,6 +123,14 @@ impl Component {
             .await
             .map_err(list_failure)?;
         let (tools, listing) = checked_listing(runtime, listing)?;
+        let from_directory = self
+            .skills
+            .iter()
+            .filter(|skill| !skill.served_by_component)
+            .cloned()
+            .collect();
+        let skills =
+            with_served_skills(runtime, &self.path, &self.checked, &listing, from_directory).await;
         Ok(Component {
             path: self.path.clone(),
             stamp: self.stamp.clone(),
@@ -127,9 +138,75 @@ impl Component {
             tools,
             listing,
             origin: self.origin,
-            skills: self.skills.clone(),
+            skills,
         })
     }
+}
+
+/// `from_directory` (the skills of the component's skills directory), and
+/// after them the skills the component serves itself: each resource it
+/// lists at `skill://<name>/SKILL.md`, read once now (a first round, no
+/// client capabilities) for its frontmatter. A skill that cannot be read,
+/// whose frontmatter breaks a rule, that the skills directory has too, or
+/// beyond `--max-skills` is skipped with one warning.
+async fn with_served_skills(
+    runtime: &Runtime,
+    path: &Path,
+    checked: &CheckedComponent,
+    listing: &Listing,
+    mut skills: Vec<Arc<Skill>>,
+) -> Vec<Arc<Skill>> {
+    let served = listing
+        .resources
+        .iter()
+        .filter_map(|resource| Some((skills::skill_md_name(&resource.uri)?, &resource.uri)));
+    for (name, uri) in served {
+        let skipped = |reason: &str| {
+            tracing::warn!(file = %path.display(), skill = uri.as_str(), "skipping skill: {reason}");
+        };
+        if skills.len() >= runtime.limits().max_skills {
+            skipped(&format!(
+                "more than --max-skills {} in one component",
+                runtime.limits().max_skills
+            ));
+            continue;
+        }
+        if skills.iter().any(|skill| skill.name == name) {
+            skipped("its skills directory has a skill of that name too");
+            continue;
+        }
+        match read_skill_md(runtime, checked, uri).await {
+            Ok(text) => match skills::served_by_component(name, &text) {
+                Ok(skill) => skills.push(Arc::new(skill)),
+                Err(reason) => skipped(&reason),
+            },
+            Err(reason) => skipped(&reason),
+        }
+    }
+    skills
+}
+
+/// The text of the `SKILL.md` the component serves at `uri`.
+async fn read_skill_md(
+    runtime: &Runtime,
+    checked: &CheckedComponent,
+    uri: &str,
+) -> Result<String, String> {
+    let round = wit::Round::first(wit::ClientCapabilities::NONE);
+    let outcome = runtime
+        .read_resource(checked, uri.into(), None, &round, None)
+        .await
+        .map_err(|err| format!("reading it failed: {}", describe(&err)))?;
+    let wit_resources::ReadOutcome::Complete(contents) = outcome else {
+        return Err("reading it did not complete in one round".to_owned());
+    };
+    contents
+        .into_iter()
+        .find_map(|part| match part.body {
+            wit::ResourceBody::Text(text) => Some(text),
+            wit::ResourceBody::Blob(_) => None,
+        })
+        .ok_or_else(|| "reading it gave no text".to_owned())
 }
 
 /// Validates what a component lists and compiles its tools' input schemas;

@@ -59,7 +59,8 @@ impl Default for SkillLimits {
     }
 }
 
-/// One skill, read whole.
+/// One skill: read whole from a skills directory, or served by its
+/// component as resources.
 #[derive(Debug)]
 pub struct Skill {
     /// Its name: its directory's, and its frontmatter's `name`.
@@ -68,8 +69,13 @@ pub struct Skill {
     pub uri: String,
     /// Its `SKILL.md` frontmatter, as JSON.
     pub frontmatter: Map<String, Value>,
-    /// Its files, sorted by path; `SKILL.md` is one of them.
+    /// Its files, sorted by path; `SKILL.md` is one of them. Empty for a
+    /// skill its component serves.
     pub files: Vec<SkillFile>,
+    /// Whether its component serves it, as resources under
+    /// `skill://<skill>/`: its files are then not enumerated
+    /// (`resources: "dynamic"`), and reads go to the component.
+    pub served_by_component: bool,
 }
 
 /// One file of a skill.
@@ -98,23 +104,35 @@ impl Serialize for Skill {
             size: usize,
         }
         #[derive(Serialize)]
+        #[serde(untagged)]
+        enum Resources<'a> {
+            Listed(Vec<Listed<'a>>),
+            Dynamic(&'static str),
+        }
+        #[derive(Serialize)]
         struct Entry<'a> {
             uri: &'a str,
             frontmatter: &'a Map<String, Value>,
-            resources: Vec<Listed<'a>>,
+            resources: Resources<'a>,
         }
+        let resources = if self.served_by_component {
+            Resources::Dynamic("dynamic")
+        } else {
+            Resources::Listed(
+                self.files
+                    .iter()
+                    .map(|file| Listed {
+                        uri: &file.uri,
+                        digest: &file.digest,
+                        size: file.bytes.len(),
+                    })
+                    .collect(),
+            )
+        };
         Entry {
             uri: &self.uri,
             frontmatter: &self.frontmatter,
-            resources: self
-                .files
-                .iter()
-                .map(|file| Listed {
-                    uri: &file.uri,
-                    digest: &file.digest,
-                    size: file.bytes.len(),
-                })
-                .collect(),
+            resources,
         }
         .serialize(serializer)
     }
@@ -129,8 +147,12 @@ impl Skill {
     /// The children of the directory at `path` inside the skill (`""`: its
     /// root), in path order: `(uri, name, Some(file))` for a file,
     /// `(uri, name, None)` for a subdirectory. `None` if no directory of
-    /// the skill is at `path`.
+    /// the skill is at `path`, or if its component serves it (its files are
+    /// not enumerated).
     pub fn children(&self, path: &str) -> Option<Vec<(String, String, Option<&SkillFile>)>> {
+        if self.served_by_component {
+            return None;
+        }
         let prefix = if path.is_empty() {
             String::new()
         } else {
@@ -242,6 +264,48 @@ pub(crate) fn load(
     skills
 }
 
+/// The name of the skill whose `SKILL.md` is at `uri`
+/// (`skill://<name>/SKILL.md`, the name one path segment), if it is one.
+pub(crate) fn skill_md_name(uri: &str) -> Option<&str> {
+    let name = uri
+        .strip_prefix(SCHEME)?
+        .strip_suffix(SKILL_FILE)?
+        .strip_suffix('/')?;
+    (!name.is_empty() && !name.contains('/')).then_some(name)
+}
+
+/// The skill `name` its component serves, whose `SKILL.md` reads `text`:
+/// checked like a skills directory's (its name, its frontmatter).
+pub(crate) fn served_by_component(name: &str, text: &str) -> Result<Skill, String> {
+    check_name(name)?;
+    Ok(Skill {
+        name: name.to_owned(),
+        uri: format!("{SCHEME}{name}/{SKILL_FILE}"),
+        frontmatter: named_frontmatter(text, name)?,
+        files: Vec::new(),
+        served_by_component: true,
+    })
+}
+
+/// The frontmatter of the `SKILL.md` `text` of the skill `name`: it must
+/// name the skill and describe it.
+fn named_frontmatter(text: &str, name: &str) -> Result<Map<String, Value>, String> {
+    let frontmatter = frontmatter(text)?;
+    match frontmatter.get("name") {
+        Some(Value::String(named)) if named == name => {}
+        Some(Value::String(named)) => {
+            return Err(format!(
+                "its frontmatter names it `{named}`, not `{name}` as its place does"
+            ));
+        }
+        _ => return Err("its frontmatter has no string `name`".to_owned()),
+    }
+    if !matches!(frontmatter.get("description"), Some(Value::String(d)) if !d.is_empty()) {
+        return Err("its frontmatter has no non-empty string `description`".to_owned());
+    }
+    Ok(frontmatter)
+}
+
 /// Reads the skill in `dir`, called `name`.
 fn load_one(dir: &Path, name: &str, limits: SkillLimits) -> Result<Skill, String> {
     check_name(name)?;
@@ -280,24 +344,13 @@ fn load_one(dir: &Path, name: &str, limits: SkillLimits) -> Result<Skill, String
         .ok_or_else(|| format!("it has no {SKILL_FILE} at its root"))?;
     let text = std::str::from_utf8(&skill_md.bytes)
         .map_err(|_| format!("its {SKILL_FILE} is not UTF-8"))?;
-    let frontmatter = frontmatter(text)?;
-    match frontmatter.get("name") {
-        Some(Value::String(named)) if named == name => {}
-        Some(Value::String(named)) => {
-            return Err(format!(
-                "its frontmatter names it `{named}`, not `{name}` as its directory does"
-            ));
-        }
-        _ => return Err("its frontmatter has no string `name`".to_owned()),
-    }
-    if !matches!(frontmatter.get("description"), Some(Value::String(d)) if !d.is_empty()) {
-        return Err("its frontmatter has no non-empty string `description`".to_owned());
-    }
+    let frontmatter = named_frontmatter(text, name)?;
     Ok(Skill {
         name: name.to_owned(),
         uri: format!("{SCHEME}{name}/{SKILL_FILE}"),
         frontmatter,
         files,
+        served_by_component: false,
     })
 }
 

@@ -12,6 +12,10 @@
 //!   ran: `{"start": …, "end": …}`, wall-clock milliseconds since the Unix
 //!   epoch, so a test can tell whether two calls overlapped.
 //!
+//! It also serves a skill itself, as resources: `skill://watching/SKILL.md`
+//! (how to use `touch`), which Airlock reads once when it lists the
+//! component.
+//!
 //! Listing its tools takes a while ([`LISTING_TAKES`]), as listing a real
 //! catalogue would: listing it again once per report would add up.
 //!
@@ -21,13 +25,19 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use airlock_guest::notify::{self, ListKind};
 use airlock_guest::{
-    Call, Error, Outcome, ReadOutcome, Resource, ResourceContents, ResourceRead, Resources, Tool,
-    Tools, json,
+    Call, Error, Outcome, ReadOutcome, Resource, ResourceContents, ResourceRead, Resources,
+    ServedSkill, Tool, Tools, json,
 };
 use serde::Deserialize;
 
 /// The resources this component lists.
 const URIS: [&str; 2] = ["watch://alpha", "watch://beta"];
+
+/// The skill it serves.
+const WATCHING: ServedSkill = ServedSkill::new(
+    "watching",
+    "---\nname: watching\ndescription: How to make a watched resource report an update\n---\nCall `touch` with the resource's `uri`.\n",
+);
 
 /// How long listing the tools takes.
 const LISTING_TAKES: Duration = Duration::from_millis(25);
@@ -136,17 +146,22 @@ fn unix_millis() -> u64 {
 
 impl Resources for Watcher {
     fn list() -> Vec<Resource> {
-        URIS.iter()
+        let mut resources: Vec<Resource> = URIS
+            .iter()
             .map(|uri| {
                 Resource::new(*uri, uri.trim_start_matches("watch://"))
                     .description("A resource the tests report as updated with `touch`")
                     .mime_type("text/plain")
             })
-            .collect()
+            .collect();
+        resources.push(WATCHING.resource());
+        resources
     }
 
     fn read(read: ResourceRead) -> ReadOutcome {
-        if URIS.contains(&read.uri()) {
+        if let Some(skill) = WATCHING.read(&read) {
+            skill
+        } else if URIS.contains(&read.uri()) {
             ResourceContents::text(read.uri(), format!("contents of {}", read.uri()))
                 .mime_type("text/plain")
                 .into()
