@@ -666,6 +666,32 @@ mod tests {
     }
 
     #[test]
+    fn a_component_skill_is_named_by_its_skill_md_uri_and_checked_like_a_file_skill() {
+        assert_eq!(skill_md_name("skill://demo/SKILL.md"), Some("demo"));
+        for uri in [
+            "skill:///SKILL.md",
+            "skill://a/b/SKILL.md",
+            "skill://demo/notes.md",
+            "test://demo/SKILL.md",
+        ] {
+            assert_eq!(skill_md_name(uri), None, "{uri}");
+        }
+        let skill = served_by_component("demo", SKILL_MD).unwrap();
+        assert!(skill.served_by_component && skill.files.is_empty());
+        assert_eq!(
+            serde_json::to_value(&skill).unwrap()["resources"],
+            "dynamic"
+        );
+        assert!(skill.children("").is_none());
+        assert!(
+            served_by_component("other", SKILL_MD)
+                .unwrap_err()
+                .contains("names it `demo`")
+        );
+        assert!(served_by_component("Bad--Name", SKILL_MD).is_err());
+    }
+
+    #[test]
     fn links_are_refused() {
         let (dir, wasm) = component(&[("demo/SKILL.md", SKILL_MD.as_bytes())]);
         std::os::unix::fs::symlink("/etc/hostname", dir.path().join("x.skills/demo/h.txt"))
