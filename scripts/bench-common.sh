@@ -1,4 +1,5 @@
-# Sourced by the benchmark scripts (bench-http, bench-memory, count-instructions)
+# Sourced by the benchmark scripts (bench-http, bench-memory, count-instructions,
+# bench-counts, bench-profile)
 # from the repository's root: what every one of them measures with.
 #
 # Needs BENCH_KIT (the benchmark kit's folder). Builds the kit's load generator
