@@ -1,12 +1,19 @@
-# Sourced by the benchmark scripts (bench-http, bench-memory, count-instructions)
+# Sourced by the benchmark scripts (bench-http, bench-memory, count-instructions,
+# bench-counts, bench-profile)
 # from the repository's root: what every one of them measures with.
 #
 # Needs BENCH_KIT (the benchmark kit's folder). Builds the kit's load generator
 # on first use, this build's host and the two sample tools every benchmark
-# serves (hash.wasm: `sha256`; deploy.wasm: the MRTR `confirm`). Sets
+# serves (hash.wasm: `sha256`; deploy.wasm: the MRTR `confirm`), unless given:
+#   BENCH_AIRLOCK  an `airlock` binary already built: measured instead of
+#                  this build's, and nothing of the host is built
+#   BENCH_GUESTS   a folder holding hash.wasm and deploy.wasm already built:
+#                  served instead, and no guest is built
+# Sets
 #   PEERS          where the kit's binaries are built (exported for the kit)
 #   loadgen        the load generator
 #   target         the cargo target directory
+#   airlock        the `airlock` binary measured as `airlock`
 #   work           a temporary folder, removed on exit
 #   tools          a tools directory in it holding the two components
 #   pids           processes to stop on exit: append every server started
@@ -18,13 +25,15 @@ export PEERS
 loadgen=$PEERS/target/release/loadgen
 [[ -x $loadgen ]] || "$BENCH_KIT/build.sh" loadgen
 
-cargo build --release --target wasm32-wasip2 -p hash -p deploy
-cargo build --release -p airlock
 target=${CARGO_TARGET_DIR:-target}
+guests=${BENCH_GUESTS:-$target/wasm32-wasip2/release}
+airlock=${BENCH_AIRLOCK:-$target/release/airlock}
+[[ -n ${BENCH_GUESTS:-} ]] || cargo build --release --target wasm32-wasip2 -p hash -p deploy
+[[ -n ${BENCH_AIRLOCK:-} ]] || cargo build --release -p airlock
 work=$(mktemp -d)
 tools="$work/tools"
 mkdir "$tools"
-cp "$target/wasm32-wasip2/release/hash.wasm" "$target/wasm32-wasip2/release/deploy.wasm" "$tools/"
+cp "$guests/hash.wasm" "$guests/deploy.wasm" "$tools/"
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$work"' EXIT
 airlock_unset=()
