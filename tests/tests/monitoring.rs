@@ -16,7 +16,7 @@ use std::process::Command;
 use airlock_e2e::hostile::{airlock, answer, assert_limit, call, tools_with};
 use airlock_e2e::mcp::{all_caps, result_type};
 use airlock_e2e::paths::workspace_root;
-use airlock_e2e::{McpClient, ToolCall, wait_until};
+use airlock_e2e::{Http, McpClient, ToolCall, wait_until};
 use serde_json::{Value, json};
 
 fn prometheus_dir() -> PathBuf {
@@ -223,9 +223,11 @@ fn every_name_the_dashboard_and_rules_use_is_one_airlock_exports() {
         .args(["--metrics-listen", "127.0.0.1:0", "--call-timeout", "300ms"])
         .start_http();
     let client = server.client();
-    // Traffic that gives every family a series: a call, a refused
-    // requestState, a call into its deadline, one refused by an access rule,
-    // and a task that runs a round.
+    // Traffic that gives every family a series: a readiness probe (which
+    // asks the task store), a call, a refused requestState, a call into its
+    // deadline, one refused by an access rule, and a task that runs a round.
+    let readyz = server.url().replace("/mcp", "/readyz");
+    assert_eq!(Http::new(&readyz).get().status, 200);
     answer(&call(&client, "sha256", json!({"text": "abc"})));
     let refused =
         client.call(&ToolCall::new("sha256", json!({"text": "abc"})).state("not-a-token"));
@@ -297,6 +299,7 @@ fn every_name_the_dashboard_and_rules_use_is_one_airlock_exports() {
         "airlock_tasks_created_total",
         "airlock_components_loaded",
         "airlock_reload_errors_total",
+        "airlock_dependency_up",
     ] {
         assert!(used.contains(family), "neither uses {family}");
     }
