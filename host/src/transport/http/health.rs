@@ -62,8 +62,8 @@ impl std::fmt::Debug for Health {
 }
 
 impl Health {
-    /// The health of `server`, whose task store must answer `/readyz`
-    /// within `readiness_timeout`.
+    /// The health of `server`, whose task store `/readyz` waits for at most
+    /// `readiness_timeout` before reporting it degraded.
     pub fn new(server: Arc<Server>, readiness_timeout: Duration) -> Self {
         Self {
             server,
