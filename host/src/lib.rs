@@ -32,6 +32,7 @@ pub mod serve;
 pub mod supply;
 pub mod tasks;
 pub mod telemetry;
+mod tls;
 mod toml_error;
 pub mod transport;
 pub mod units;

@@ -1,22 +1,31 @@
 //! The Kubernetes manifests under `deploy/kubernetes` against the real binary:
 //! every option they name (container arguments, `AIRLOCK_*` variables, keys of
-//! the ConfigMap's `airlock.toml`) is an option of `airlock serve`, the probes
-//! ask `/healthz` and `/readyz` on the port Airlock listens on, the
-//! kustomization lists every manifest and generates the Secrets the pods
-//! mount, and the autoscaler keeps two pods or more of the Airlock
-//! Deployment, which has the CPU request it scales on. Renaming an option
-//! fails here. Not checked: the manifests against the Kubernetes API schemas
-//! (no cluster or schema validator here).
+//! `airlock.toml`, the settings it shows commented out included) is an option
+//! of `airlock serve`, the probes ask `/healthz` and `/readyz` on the port
+//! Airlock listens on, each kustomization lists every manifest of its
+//! directory and the base generates the Secrets the pods use, and the
+//! autoscaler keeps two pods or more of the Airlock Deployment, which has the
+//! CPU request it scales on. Renaming an option fails here.
 //!
-//! No YAML parser is in the workspace's tree, so the manifests are read by
-//! lines and indentation: enough for their plain block style, and each lookup
-//! fails loudly when it finds nothing.
+//! Then the manifests as they are applied: the default and each overlay
+//! rendered with `kubectl kustomize` and every object validated against the
+//! Kubernetes API schemas (`kubernetes-validate --strict`; the
+//! ServiceMonitor, a CRD with no schema there, is checked field by field),
+//! and what the rendering must do: a change of `airlock.toml` renames the
+//! ConfigMap the pods mount (so it rolls them), the metrics port is the one
+//! Airlock serves metrics on, Redis asks for the password Airlock is given.
+//!
+//! No YAML parser is in the workspace's tree, so the source manifests are read
+//! by lines and indentation (enough for their plain block style; each lookup
+//! fails loudly when it finds nothing), and rendered ones are turned into JSON
+//! by Python's `yaml` (which `kubernetes-validate` installs).
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use airlock_e2e::paths::workspace_root;
 use airlock_e2e::run_airlock;
+use serde_json::Value;
 
 /// One meaningful line of a manifest: its indentation and its text, with
 /// blank lines and whole-line comments left out.
@@ -58,22 +67,32 @@ fn kubernetes_dir() -> PathBuf {
     workspace_root().join("deploy").join("kubernetes")
 }
 
-/// Every `*.yaml` file under `deploy/kubernetes`, by name.
+/// Every `*.yaml` file under `deploy/kubernetes`, at any depth, by its path
+/// from there (`base/deployment.yaml`).
 fn manifest_files() -> Vec<(String, String)> {
-    let mut files: Vec<(String, String)> = std::fs::read_dir(kubernetes_dir())
-        .expect("deploy/kubernetes")
-        .map(|entry| entry.expect("a directory entry").path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
-        .map(|path| {
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            let text = std::fs::read_to_string(&path).expect("a manifest");
-            (name, text)
-        })
-        .collect();
+    let root = kubernetes_dir();
+    let mut files = Vec::new();
+    let mut directories = vec![root.clone()];
+    while let Some(directory) = directories.pop() {
+        for entry in std::fs::read_dir(&directory).expect("a directory of deploy/kubernetes") {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                directories.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "yaml") {
+                let name = path
+                    .strip_prefix(&root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                let text = std::fs::read_to_string(&path).expect("a manifest");
+                files.push((name, text));
+            }
+        }
+    }
     files.sort();
     assert!(
-        files.iter().any(|(name, _)| name == "deployment.yaml"),
-        "no deployment.yaml under deploy/kubernetes: {files:?}"
+        files.iter().any(|(name, _)| name == "base/deployment.yaml"),
+        "no base/deployment.yaml under deploy/kubernetes: {files:?}"
     );
     files
 }
@@ -279,33 +298,56 @@ fn flag_name(arg: &str) -> Option<&str> {
     Some(flag.split('=').next().unwrap_or(flag))
 }
 
-/// The `airlock.toml` of the ConfigMap: its lines, unindented.
+/// The lines of `base/airlock.toml`, which the base's `configMapGenerator`
+/// makes the ConfigMap `airlock-config` of: its meaningful lines, trimmed.
 fn airlock_toml(documents: &[Document]) -> Vec<String> {
-    let mut found = Vec::new();
-    for document in documents {
-        if document.top("kind").as_deref() != Some("ConfigMap") {
-            continue;
-        }
-        let lines = document.lines();
-        if let Some(at) = find_key(&lines, "airlock.toml") {
-            found.push(
-                children(&lines, at)
-                    .iter()
-                    .map(|line| line.text.to_owned())
-                    .collect::<Vec<_>>(),
-            );
-        }
-    }
-    assert_eq!(found.len(), 1, "expected one ConfigMap with airlock.toml");
-    let toml = found.remove(0);
+    let kustomization = documents
+        .iter()
+        .find(|document| document.file == "base/kustomization.yaml")
+        .expect("base/kustomization.yaml")
+        .lines();
+    let at = find_key(&kustomization, "configMapGenerator").expect("a configMapGenerator");
+    let generated = items(&kustomization, at);
+    assert!(
+        generated.iter().any(|map| {
+            value_in(map, "name").as_deref() == Some("airlock-config")
+                && list_in(map, "files").is_some_and(|files| files == ["airlock.toml"])
+        }),
+        "base/kustomization.yaml does not make airlock-config of airlock.toml"
+    );
+    let text = std::fs::read_to_string(kubernetes_dir().join("base").join("airlock.toml"))
+        .expect("read base/airlock.toml");
+    let toml: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .map(str::to_owned)
+        .collect();
     assert!(!toml.is_empty(), "airlock.toml is empty");
     toml
 }
 
-/// `(key, value)` of each setting of a flat TOML file.
+/// A setting shown commented out, as `# key = value` (a key of lowercase
+/// words): checked like the others, so it still works once uncommented.
+fn commented_setting(line: &str) -> Option<&str> {
+    let setting = line.strip_prefix("# ")?;
+    let (key, _) = setting.split_once(" = ")?;
+    key.chars()
+        .all(|c| c.is_ascii_lowercase() || c == '-')
+        .then_some(setting)
+}
+
+/// `(key, value)` of each setting of a flat TOML file, commented-out ones
+/// included.
 fn toml_settings(toml: &[String]) -> Vec<(String, String)> {
     toml.iter()
-        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| {
+            if line.starts_with('#') {
+                commented_setting(line)
+            } else {
+                Some(line.as_str())
+            }
+        })
         .map(|line| {
             assert!(
                 !line.starts_with('['),
@@ -420,29 +462,79 @@ fn probes_ask_healthz_and_readyz_on_the_port_airlock_listens_on() {
             ("/healthz".to_owned(), listen_port),
             "{file}: liveness"
         );
+        // Pods compile every component cold before they answer: the startup
+        // probe waits minutes for that, not liveness's seconds.
+        assert_eq!(
+            container.probe("startupProbe"),
+            ("/healthz".to_owned(), listen_port),
+            "{file}: startup"
+        );
+        let at = find_key(&container.lines, "startupProbe").expect("the startup probe");
+        let probe = children(&container.lines, at);
+        let number = |key| -> u32 {
+            value_in(&probe, key)
+                .unwrap_or_else(|| panic!("{file}: the startup probe has no {key}"))
+                .parse()
+                .expect("a number")
+        };
+        let patience = number("periodSeconds") * number("failureThreshold");
+        assert!(
+            patience >= 120,
+            "{file}: the startup probe gives a cold pod only {patience} s"
+        );
     }
 }
 
+/// The directory part of a manifest's path (`base` of `base/hpa.yaml`).
+fn directory_of(file: &str) -> &str {
+    file.rsplit_once('/').map_or("", |(directory, _)| directory)
+}
+
 #[test]
-fn the_kustomization_lists_every_manifest() {
+fn each_kustomization_lists_every_manifest_of_its_directory() {
     let documents = documents();
-    let kustomization = documents
+    let kustomizations: Vec<&Document> = documents
         .iter()
-        .find(|document| document.top("kind").as_deref() == Some("Kustomization"))
-        .expect("a Kustomization");
-    let resources: BTreeSet<String> = list_in(&kustomization.lines(), "resources")
-        .expect("resources")
-        .into_iter()
+        .filter(|document| {
+            matches!(
+                document.top("kind").as_deref(),
+                Some("Kustomization" | "Component")
+            )
+        })
         .collect();
-    let files: BTreeSet<String> = manifest_files()
-        .into_iter()
-        .map(|(name, _)| name)
-        .filter(|name| *name != kustomization.file)
-        .collect();
-    assert_eq!(
-        resources, files,
-        "kustomization.yaml's resources are not the manifests under deploy/kubernetes"
+    assert!(
+        kustomizations.len() >= 4,
+        "the base, the default, the overlays and the component"
     );
+    for kustomization in kustomizations {
+        let directory = directory_of(&kustomization.file);
+        let lines = kustomization.lines();
+        // Resources and patches that are files of this directory (not
+        // directories, not files elsewhere).
+        let mut listed: BTreeSet<String> = list_in(&lines, "resources")
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        if let Some(at) = find_key(&lines, "patches") {
+            listed.extend(
+                items(&lines, at)
+                    .iter()
+                    .filter_map(|patch| value_in(patch, "path")),
+            );
+        }
+        listed.retain(|entry| entry.ends_with(".yaml") && !entry.contains('/'));
+        let files: BTreeSet<String> = manifest_files()
+            .into_iter()
+            .map(|(name, _)| name)
+            .filter(|name| name != &kustomization.file && directory_of(name) == directory)
+            .map(|name| name.rsplit('/').next().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            listed, files,
+            "{}: its resources and patches are not the manifests beside it",
+            kustomization.file
+        );
+    }
 }
 
 /// The scalar at `path`, each key looked up under the one before.
@@ -543,28 +635,402 @@ fn the_autoscaler_keeps_two_airlock_pods_or_more_and_scales_on_cpu() {
 }
 
 #[test]
-fn the_secrets_the_pods_mount_are_made_by_the_kustomization() {
+fn the_secrets_the_pods_use_are_made_by_the_kustomization() {
     let documents = documents();
-    let kustomization = of_kind(&documents, "Kustomization")[0].lines();
+    let kustomization = documents
+        .iter()
+        .find(|document| document.file == "base/kustomization.yaml")
+        .expect("base/kustomization.yaml")
+        .lines();
     let at = find_key(&kustomization, "secretGenerator").expect("a secretGenerator");
     let generated: BTreeSet<String> = items(&kustomization, at)
         .iter()
         .map(|secret| value_in(secret, "name").expect("a generated secret's name"))
         .collect();
-    let deployment = airlock_deployment(&documents);
-    let mounted: BTreeSet<String> = deployment
-        .lines()
-        .iter()
-        .filter_map(|line| line.text.strip_prefix("secretName:"))
-        .map(|name| unquote(name.trim()))
-        .collect();
+    // Secrets mounted (`secretName:`) or read into variables
+    // (`secretKeyRef:` and its `name:`), by any workload.
+    let mut used = BTreeSet::new();
+    for document in &documents {
+        let lines = document.lines();
+        for (at, line) in lines.iter().enumerate() {
+            if let Some(name) = line.text.strip_prefix("secretName:") {
+                used.insert(unquote(name.trim()));
+            }
+            if line.text == "secretKeyRef:" {
+                used.insert(value_in(&children(&lines, at), "name").expect("a secret's name"));
+            }
+        }
+    }
     assert!(
-        mounted.contains("airlock-state-keys") && mounted.contains("airlock-tokens"),
-        "{}: the pods should mount the state keys and tokens: {mounted:?}",
-        deployment.file
+        ["airlock-state-keys", "airlock-tokens", "airlock-redis"]
+            .iter()
+            .all(|secret| used.contains(*secret)),
+        "the pods should use the state keys, the tokens and Redis's password: {used:?}"
     );
     assert_eq!(
-        mounted, generated,
-        "the Secrets the pods mount are not those the kustomization generates"
+        used, generated,
+        "the Secrets the pods use are not those the kustomization generates"
     );
+}
+
+/// A copy of `deploy/kubernetes` with the files the base makes Secrets of
+/// (kept out of version control) filled with stand-ins, to render.
+fn renderable_tree() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut pending = vec![(kubernetes_dir(), dir.path().to_path_buf())];
+    while let Some((from, to)) = pending.pop() {
+        std::fs::create_dir_all(&to).expect("create a directory");
+        for entry in std::fs::read_dir(&from).expect("read a directory") {
+            let path = entry.expect("a directory entry").path();
+            let target = to.join(path.file_name().unwrap());
+            if path.is_dir() {
+                pending.push((path, target));
+            } else {
+                std::fs::copy(&path, &target).expect("copy a manifest");
+            }
+        }
+    }
+    let secrets = dir.path().join("base").join("secrets");
+    std::fs::create_dir_all(&secrets).expect("create base/secrets");
+    for (file, text) in [
+        ("state.keys", "a-state-key\n"),
+        ("tokens", "a-token ci-bot\n"),
+        ("redis-password", "a-password"),
+    ] {
+        std::fs::write(secrets.join(file), text).expect("write a stand-in secret");
+    }
+    dir
+}
+
+/// Runs `program ARGS`, with `input` on its standard input; its standard
+/// output, or a panic with everything it said.
+fn run(program: &str, args: &[&str], input: Option<&str>, install: &str) -> String {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {program} ({e}): {install}"));
+    let mut stdin = child.stdin.take().expect("stdin");
+    let input = input.unwrap_or_default().to_owned();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let output = child.wait_with_output().expect("wait for it");
+    writer.join().expect("the writer").expect("write its input");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{program} {args:?} failed:\n{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+/// `kubectl kustomize` of `overlay` (a directory of the tree).
+fn render(tree: &Path, overlay: &str) -> String {
+    let dir = tree.join(overlay);
+    run(
+        "kubectl",
+        &["kustomize", &dir.to_string_lossy()],
+        None,
+        "apt-get install -y kubectl; scripts/test does",
+    )
+}
+
+/// The objects of rendered YAML, as JSON.
+fn objects(yaml: &str) -> Vec<Value> {
+    const TO_JSON: &str = "import json, sys, yaml\n\
+        json.dump([o for o in yaml.safe_load_all(sys.stdin) if o], sys.stdout)";
+    let json = run(
+        "python3",
+        &["-c", TO_JSON],
+        Some(yaml),
+        "pip install kubernetes-validate (it brings PyYAML); scripts/test does",
+    );
+    serde_json::from_str(&json).expect("JSON from python")
+}
+
+/// The one object of `kind` named `name`, or whose name is `name-<hash>`
+/// (what a generator makes).
+fn object<'a>(objects: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    let found: Vec<&Value> = objects
+        .iter()
+        .filter(|object| object["kind"] == kind)
+        .filter(|object| {
+            let named = object["metadata"]["name"].as_str().unwrap_or_default();
+            named == name
+                || named
+                    .strip_prefix(name)
+                    .and_then(|rest| rest.strip_prefix('-'))
+                    .is_some_and(|hash| hash.len() == 10 && !hash.contains('-'))
+        })
+        .collect();
+    assert_eq!(found.len(), 1, "expected one {kind} {name}");
+    found[0]
+}
+
+/// The container `name` of a workload.
+fn container<'a>(workload: &'a Value, name: &str) -> &'a Value {
+    workload["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .expect("containers")
+        .iter()
+        .find(|container| container["name"] == name)
+        .unwrap_or_else(|| panic!("no container {name}"))
+}
+
+/// The value of a container's variable, or the Secret it is read from.
+fn variable<'a>(container: &'a Value, name: &str) -> &'a Value {
+    container["env"]
+        .as_array()
+        .expect("env")
+        .iter()
+        .find(|variable| variable["name"] == name)
+        .unwrap_or_else(|| panic!("no variable {name}"))
+}
+
+/// The default and every overlay.
+const RENDERED: [&str; 3] = [".", "overlays/monitored", "overlays/by-reference"];
+
+/// Kinds that are no part of the Kubernetes API (CRDs), so that
+/// `kubernetes-validate` has no schema for them; each is checked by its own
+/// test here.
+const CUSTOM_KINDS: [&str; 1] = ["ServiceMonitor"];
+
+#[test]
+fn the_default_and_each_overlay_validate_against_the_kubernetes_schemas() {
+    let tree = renderable_tree();
+    for overlay in RENDERED {
+        let yaml = render(tree.path(), overlay);
+        let file = tree.path().join("rendered.yaml");
+        std::fs::write(&file, &yaml).expect("write the rendering");
+        let report = run(
+            "kubernetes-validate",
+            &["--strict", &file.to_string_lossy()],
+            None,
+            "pip install kubernetes-validate; scripts/test does",
+        );
+        let kinds: BTreeSet<String> = objects(&yaml)
+            .iter()
+            .map(|object| object["kind"].as_str().expect("a kind").to_owned())
+            .collect();
+        for kind in &kinds {
+            let unchecked = report.contains(&format!("find schema for kind {kind} "));
+            assert_eq!(
+                unchecked,
+                CUSTOM_KINDS.contains(&kind.as_str()),
+                "{overlay}: {kind} validated or not as expected:\n{report}"
+            );
+        }
+        assert!(
+            kinds.contains("Deployment") && kinds.contains("NetworkPolicy"),
+            "{overlay}: {kinds:?}"
+        );
+    }
+}
+
+#[test]
+fn a_change_of_airlock_toml_rolls_the_pods() {
+    let tree = renderable_tree();
+    let config_of = |yaml: &str| -> (String, String) {
+        let objects = objects(yaml);
+        let generated = object(&objects, "ConfigMap", "airlock-config")["metadata"]["name"]
+            .as_str()
+            .expect("a name")
+            .to_owned();
+        let deployment = object(&objects, "Deployment", "airlock");
+        let mounted = deployment["spec"]["template"]["spec"]["volumes"]
+            .as_array()
+            .expect("volumes")
+            .iter()
+            .find_map(|volume| volume["configMap"]["name"].as_str())
+            .expect("a ConfigMap volume")
+            .to_owned();
+        (generated, mounted)
+    };
+    let (before, mounted) = config_of(&render(tree.path(), "."));
+    assert_eq!(mounted, before, "the pods mount the generated ConfigMap");
+    let toml = tree.path().join("base").join("airlock.toml");
+    let text = std::fs::read_to_string(&toml).expect("read airlock.toml");
+    std::fs::write(
+        &toml,
+        text.replace("state-ttl = \"10m\"", "state-ttl = \"11m\""),
+    )
+    .expect("change airlock.toml");
+    let (after, mounted) = config_of(&render(tree.path(), "."));
+    assert_eq!(mounted, after, "the pods mount the generated ConfigMap");
+    assert_ne!(
+        before, after,
+        "a new airlock.toml must rename the ConfigMap"
+    );
+}
+
+#[test]
+fn metrics_are_scraped_on_the_port_airlock_serves_them_on() {
+    let tree = renderable_tree();
+    let objects = objects(&render(tree.path(), "overlays/monitored"));
+    let toml = object(&objects, "ConfigMap", "airlock-config")["data"]["airlock.toml"]
+        .as_str()
+        .expect("airlock.toml")
+        .to_owned();
+    let listen = toml
+        .lines()
+        .find_map(|line| line.strip_prefix("metrics-listen = "))
+        .expect("metrics-listen in airlock.toml");
+    let port: u64 = unquote(listen)
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .expect("a port");
+
+    let deployment = object(&objects, "Deployment", "airlock");
+    let airlock = container(deployment, "airlock");
+    let ports = airlock["ports"].as_array().expect("ports");
+    let metrics = ports
+        .iter()
+        .find(|p| p["containerPort"] == port)
+        .unwrap_or_else(|| panic!("port {port} is not a containerPort"));
+    let port_name = metrics["name"].as_str().expect("the metrics port's name");
+    let annotations = &deployment["spec"]["template"]["metadata"]["annotations"];
+    assert_eq!(annotations["prometheus.io/scrape"], "true");
+    assert_eq!(annotations["prometheus.io/port"], port.to_string());
+    assert_eq!(annotations["prometheus.io/path"], "/metrics");
+
+    // The ServiceMonitor scrapes a port, by name, of a Service it selects,
+    // which sends it to the pods' metrics port.
+    let monitor = object(&objects, "ServiceMonitor", "airlock");
+    assert_eq!(monitor["apiVersion"], "monitoring.coreos.com/v1");
+    let selector = monitor["spec"]["selector"]["matchLabels"]
+        .as_object()
+        .expect("matchLabels");
+    let selected: Vec<&Value> = objects
+        .iter()
+        .filter(|object| object["kind"] == "Service")
+        .filter(|service| {
+            selector
+                .iter()
+                .all(|(key, value)| service["metadata"]["labels"][key] == *value)
+        })
+        .collect();
+    assert_eq!(selected.len(), 1, "the ServiceMonitor selects one Service");
+    let service_ports = selected[0]["spec"]["ports"].as_array().expect("ports");
+    for endpoint in monitor["spec"]["endpoints"].as_array().expect("endpoints") {
+        assert_eq!(endpoint["path"], "/metrics");
+        let port = service_ports
+            .iter()
+            .find(|p| p["name"] == endpoint["port"])
+            .unwrap_or_else(|| panic!("no Service port {}", endpoint["port"]));
+        assert_eq!(port["targetPort"], port_name);
+    }
+    // The job name the alert rules expect.
+    let job_label = monitor["spec"]["jobLabel"].as_str().expect("jobLabel");
+    assert_eq!(selected[0]["metadata"]["labels"][job_label], "airlock");
+
+    // The NetworkPolicy lets the metrics port in.
+    let policy = object(&objects, "NetworkPolicy", "airlock");
+    let allowed: Vec<&Value> = policy["spec"]["ingress"]
+        .as_array()
+        .expect("ingress")
+        .iter()
+        .flat_map(|rule| rule["ports"].as_array().expect("ports"))
+        .map(|p| &p["port"])
+        .collect();
+    assert!(allowed.iter().any(|p| **p == port_name), "{allowed:?}");
+}
+
+#[test]
+fn redis_asks_for_the_password_airlock_is_given() {
+    let tree = renderable_tree();
+    let objects = objects(&render(tree.path(), "."));
+    let redis = object(&objects, "Deployment", "airlock-redis");
+    assert_eq!(
+        redis["spec"]["strategy"]["type"], "Recreate",
+        "two Redis behind one Service would split the tasks"
+    );
+    let server = container(redis, "redis");
+    let secret = &variable(server, "REDIS_PASSWORD")["valueFrom"]["secretKeyRef"];
+    let command = format!("{} {}", server["command"], server["args"]);
+    assert!(
+        command.contains("requirepass") && command.contains("$REDIS_PASSWORD"),
+        "{command}"
+    );
+
+    let airlock = container(object(&objects, "Deployment", "airlock"), "airlock");
+    assert_eq!(
+        variable(airlock, "REDIS_PASSWORD")["valueFrom"]["secretKeyRef"],
+        *secret,
+        "Airlock and Redis read the same password"
+    );
+    let env = airlock["env"].as_array().expect("env");
+    let at = |name: &str| {
+        env.iter()
+            .position(|v| v["name"] == name)
+            .expect("a variable")
+    };
+    assert!(
+        at("REDIS_PASSWORD") < at("AIRLOCK_TASK_STORE"),
+        "a variable is expanded only after the ones defined before it"
+    );
+    let store = variable(airlock, "AIRLOCK_TASK_STORE")["value"]
+        .as_str()
+        .expect("the task store URL");
+    assert!(
+        store.starts_with("redis://:$(REDIS_PASSWORD)@airlock-redis:"),
+        "{store}"
+    );
+    object(&objects, "NetworkPolicy", "airlock-redis");
+}
+
+#[test]
+fn the_by_reference_overlay_serves_the_lock_of_its_configmap() {
+    let tree = renderable_tree();
+    let objects = objects(&render(tree.path(), "overlays/by-reference"));
+    let tools = object(&objects, "ConfigMap", "airlock-tools");
+    for key in ["components.toml", "airlock.lock"] {
+        assert!(tools["data"][key].is_string(), "airlock-tools has no {key}");
+    }
+    let deployment = object(&objects, "Deployment", "airlock");
+    let pod = &deployment["spec"]["template"]["spec"];
+    let airlock = container(deployment, "airlock");
+    // The volume mounted at the directory of `path`, by the container.
+    let volume_at = |path: &str| -> &Value {
+        let mount = airlock["volumeMounts"]
+            .as_array()
+            .expect("volumeMounts")
+            .iter()
+            .find(|mount| {
+                let at = mount["mountPath"].as_str().unwrap();
+                path == at || path.starts_with(&format!("{at}/"))
+            })
+            .unwrap_or_else(|| panic!("nothing mounted at {path}"));
+        pod["volumes"]
+            .as_array()
+            .expect("volumes")
+            .iter()
+            .find(|volume| volume["name"] == mount["name"])
+            .expect("the mounted volume")
+    };
+    for (variable_name, key) in [
+        ("AIRLOCK_COMPONENTS", "components.toml"),
+        ("AIRLOCK_LOCK", "airlock.lock"),
+    ] {
+        let path = variable(airlock, variable_name)["value"]
+            .as_str()
+            .expect("a path");
+        assert!(path.ends_with(&format!("/{key}")), "{path}");
+        assert_eq!(
+            volume_at(path)["configMap"]["name"],
+            tools["metadata"]["name"],
+            "{variable_name}"
+        );
+    }
+    for variable_name in ["AIRLOCK_PULL_CACHE_DIR", "AIRLOCK_TOOLS"] {
+        let path = variable(airlock, variable_name)["value"]
+            .as_str()
+            .expect("a path");
+        assert!(volume_at(path)["emptyDir"].is_object(), "{variable_name}");
+    }
 }

@@ -1,7 +1,9 @@
 //! Health probes and graceful restarts, end to end: `/healthz` and `/readyz`
 //! answer the probes of an orchestrator (no token, any `Host`), `/readyz`
-//! says when the task store is gone, and SIGTERM drains the server the way
-//! a load balancer needs: readiness fails first while requests are still
+//! stays ready when the shared task store is gone and reports it degraded
+//! (with a metric and one log line) while plain calls go on, and SIGTERM
+//! drains the server the way a load balancer needs: readiness fails first
+//! while requests are still
 //! served, then idle connections close, requests in flight finish (or are
 //! cut after the shutdown timeout), and the process exits 0.
 
@@ -12,7 +14,8 @@ use std::time::Duration;
 use airlock_e2e::http::HTTP_TIMEOUT;
 use airlock_e2e::mcp::{complete, text, with_meta};
 use airlock_e2e::{
-    Airlock, HttpServer, RedisServer, Reply, ToolCall, ToolsDir, all_caps, raw_http, wait_until,
+    Airlock, HttpServer, McpClient, RedisServer, Reply, ToolCall, ToolsDir, all_caps, raw_http,
+    wait_until,
 };
 use serde_json::{Value, json};
 
@@ -110,40 +113,81 @@ fn probes_need_no_token_and_accept_any_host() {
     assert_eq!(anonymous.status, 401, "{}", anonymous.text());
 }
 
+/// The value of `airlock_dependency_up{dependency="task_store"}`.
+fn task_store_up(server: &HttpServer) -> Option<f64> {
+    let prefix = "airlock_dependency_up{dependency=\"task_store\"} ";
+    server
+        .scrape_metrics()
+        .lines()
+        .find_map(|line| line.strip_prefix(prefix))
+        .map(|value| value.parse().expect("a number"))
+}
+
 #[test]
-fn readiness_fails_while_the_task_store_is_unreachable() {
+fn readiness_stays_while_the_task_store_is_down_and_the_degraded_part_is_reported() {
     let mut redis = RedisServer::start();
-    let tools = ToolsDir::with(&["everything"]);
+    let tools = ToolsDir::with(&["hash", "report"]);
     let server = Airlock::new(&tools)
         .args(["--task-store", &redis.url()])
+        .args(["--metrics-listen", "127.0.0.1:0"])
         .start_http();
     let ready = probe(&server, "/readyz", "localhost");
     assert_eq!(ready.status, 200, "{}", ready.text());
+    assert_eq!(json_body(&ready), json!({"status": "ok"}));
+    assert_eq!(task_store_up(&server), Some(1.0));
 
+    // Redis goes away: every host of a fleet shares it, so readiness stays
+    // (no empty Service), and the degraded part is reported.
     redis.kill();
-    let not_ready = wait_until("/readyz to answer 503", || {
+    let degraded = wait_until("/readyz to report the task store", || {
         let reply = probe(&server, "/readyz", "localhost");
-        if reply.status == 503 {
-            Ok(reply)
+        let body = json_body(&reply);
+        if body.get("degraded").is_some() {
+            Ok((reply.status, body))
         } else {
-            Err(format!("{} {}", reply.status, reply.text()))
+            Err(format!("{} {body}", reply.status))
         }
     });
-    let body = json_body(&not_ready);
-    assert_eq!(body["status"], "not ready", "{body}");
-    assert_eq!(body["reasons"], json!(["task store unreachable"]), "{body}");
-    // Alive all the same: restarting the process would not bring Redis back.
-    assert_eq!(probe(&server, "/healthz", "localhost").status, 200);
+    assert_eq!(
+        degraded,
+        (
+            200,
+            json!({"status": "ok", "degraded": ["task store unreachable"]})
+        )
+    );
+    assert_eq!(task_store_up(&server), Some(0.0));
+    // Plain calls do not need the store.
+    let client = server.client();
+    let response = client.call(&ToolCall::new("sha256", json!({"text": "abc"})));
+    assert!(text(complete(&response)).contains("ba7816bf"), "{response}");
+    // A task call gets a clear error.
+    let mut caps = all_caps();
+    caps["extensions"] = json!({"io.modelcontextprotocol/tasks": {}});
+    let task = client.call(&ToolCall::new("build_report", json!({"items": ["x"]})).caps(caps));
+    let message = task["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("task store"), "{task}");
+    // One warning for the outage, however often it is probed.
+    probe(&server, "/readyz", "localhost");
+    let log = server.stderr();
+    assert_eq!(
+        log.matches("degraded: the task store does not answer")
+            .count(),
+        1,
+        "{log}"
+    );
 
     redis.restart();
-    wait_until("/readyz to answer 200 again", || {
+    wait_until("/readyz to report nothing degraded", || {
         let reply = probe(&server, "/readyz", "localhost");
-        if reply.status == 200 {
+        let body = json_body(&reply);
+        if reply.status == 200 && body == json!({"status": "ok"}) {
             Ok(())
         } else {
-            Err(format!("{} {}", reply.status, reply.text()))
+            Err(format!("{} {body}", reply.status))
         }
     });
+    assert_eq!(task_store_up(&server), Some(1.0));
+    server.wait_for_log("the task store answers again");
 }
 
 #[test]

@@ -42,7 +42,8 @@ pub struct ConnectionOptions {
     #[arg(long, value_name = "DURATION", default_value = "30s",
           value_parser = values::duration(Duration::ZERO))]
     pub shutdown_timeout: Duration,
-    /// How long /readyz waits for the task store to answer before answering 503.
+    /// How long /readyz waits for the task store to answer before reporting it degraded (the
+    /// server stays ready: plain calls do not need the store).
     #[arg(long, value_name = "DURATION", default_value = "1s",
           value_parser = values::duration(MIN_TIMEOUT))]
     pub readiness_timeout: Duration,

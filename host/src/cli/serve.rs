@@ -122,7 +122,8 @@ pub struct ServeOptions {
     /// the request. Ids are remembered in this process only, unless --single-use-store is given.
     #[arg(long, help_heading = STATE)]
     pub single_use_state: bool,
-    /// Record redeemed requestState ids in Redis at this URL (`redis://HOST:PORT/DB`), shared by
+    /// Record redeemed requestState ids in Redis at this URL (`redis://HOST:PORT/DB`; `rediss://`
+    /// for TLS; `redis://:PASSWORD@HOST:PORT/DB` or `USER:PASSWORD@` to authenticate), shared by
     /// every process of a fleet that names it, so a token opened on one is refused on all. Implies
     /// --single-use-state. While Redis cannot be reached, retried rounds are refused.
     #[arg(long, value_name = "URL", help_heading = STATE, value_parser = single_use_store,
@@ -236,11 +237,14 @@ impl ServeOptions {
     }
 }
 
-/// A `redis://` URL (`rediss://` too, for the clear refusal at start).
+/// A `redis://` or `rediss://` URL.
 fn single_use_store(text: &str) -> Result<String, String> {
     if text.starts_with("redis://") || text.starts_with("rediss://") {
         Ok(text.to_owned())
     } else {
-        Err("the single-use store must be a redis://HOST:PORT/DB URL".to_owned())
+        Err(
+            "the single-use store must be a redis://HOST:PORT/DB or rediss://HOST:PORT/DB URL"
+                .to_owned(),
+        )
     }
 }

@@ -15,7 +15,8 @@ use crate::tasks::TaskSettings;
 pub struct TaskOptions {
     /// Where tasks are kept: a file (on-disk, survives restarts of this host), `memory` (ends with
     /// the process), or `redis://HOST:PORT/DB` (shared by a fleet: any host answers and runs any
-    /// task) [default: tasks.redb in the cache directory, or memory with --no-cache].
+    /// task; `rediss://` for TLS, `redis://:PASSWORD@HOST:PORT/DB` or `USER:PASSWORD@` to
+    /// authenticate) [default: tasks.redb in the cache directory, or memory with --no-cache].
     #[arg(long, value_name = "STORE", value_parser = task_store)]
     pub task_store: Option<TaskStoreChoice>,
     /// How long a task stays readable after it was created (`ttlMs`); then it is gone.

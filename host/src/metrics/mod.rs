@@ -211,6 +211,12 @@ struct OutcomeLabel {
     outcome: &'static str,
 }
 
+/// A label set of one bounded label.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DependencyLabel {
+    dependency: &'static str,
+}
+
 /// A limit a call ran into, or a quota a request was refused by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Limit {
@@ -307,6 +313,7 @@ pub struct Metrics {
     bridged_waiting: Gauge,
     tasks_created: Counter,
     task_rounds: Family<OutcomeLabel, Counter>,
+    dependencies_up: Family<DependencyLabel, Gauge>,
 }
 
 impl Metrics {
@@ -327,6 +334,7 @@ impl Metrics {
             bridged_waiting: Gauge::default(),
             tasks_created: Counter::default(),
             task_rounds: Family::default(),
+            dependencies_up: Family::default(),
         };
         metrics.register(sampled)
     }
@@ -394,6 +402,11 @@ impl Metrics {
             "airlock_task_rounds",
             "Rounds of tasks run on this host, by how they ended",
             self.task_rounds.clone(),
+        );
+        r.register(
+            "airlock_dependency_up",
+            "Whether a shared dependency answered when last asked (1) or not (0), by dependency",
+            self.dependencies_up.clone(),
         );
         r.register_collector(Box::new(Sampled(sampled)));
         self
@@ -553,6 +566,17 @@ pub fn bridged_request_waiting() -> Option<Waiting> {
 pub fn task_created() {
     if let Some(metrics) = installed() {
         metrics.tasks_created.inc();
+    }
+}
+
+/// Records whether `dependency` (a fixed word: `task_store`) answered when
+/// last asked.
+pub fn dependency_up(dependency: &'static str, up: bool) {
+    if let Some(metrics) = installed() {
+        metrics
+            .dependencies_up
+            .get_or_create(&DependencyLabel { dependency })
+            .set(i64::from(up));
     }
 }
 

@@ -34,16 +34,23 @@ impl Drop for MetricsListener {
     }
 }
 
-/// The gauges read at each scrape: the instances running and the calls
-/// waiting in `runtime`, and the components `server` serves.
+/// The gauges read at each scrape: the instances running, the most that
+/// may run and the calls waiting in `runtime`, and the components `server`
+/// serves.
 fn sampled_gauges(server: &Arc<Server>, runtime: &Arc<Runtime>) -> Vec<SampledGauge> {
     let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
     let (busy, queued, server) = (runtime.clone(), runtime.clone(), server.clone());
+    let most = count(runtime.limits().max_concurrent_calls);
     vec![
         SampledGauge {
             name: "airlock_instances_busy",
             help: "Component instances running now (each holds a --max-concurrent-calls slot)",
             read: Box::new(move || count(busy.calls_running())),
+        },
+        SampledGauge {
+            name: "airlock_instances_max",
+            help: "Component instances that may run at once (--max-concurrent-calls)",
+            read: Box::new(move || most),
         },
         SampledGauge {
             name: "airlock_calls_queued",

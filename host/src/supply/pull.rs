@@ -81,9 +81,7 @@ impl Puller {
         components: &Components,
         store: Store,
     ) -> anyhow::Result<Puller> {
-        // rustls without a provider of its own: ours is ring. Installing it
-        // fails only if one is installed already, which is as good.
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        crate::tls::use_ring();
         let mut plain_http = settings.plain_http.clone();
         plain_http.extend(
             components

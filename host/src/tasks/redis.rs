@@ -253,15 +253,14 @@ pub struct RedisStore {
 }
 
 impl RedisStore {
-    /// Connects to the Redis at `url` (`redis://[USER:PASSWORD@]HOST:PORT/DB`)
-    /// and subscribes to the task events. `rediss://` (TLS) is refused: this
-    /// build has no TLS client for Redis.
+    /// Connects to the Redis at `url` (`redis://[USER:PASSWORD@]HOST:PORT/DB`,
+    /// or `rediss://` for TLS) and subscribes to the task events.
     pub async fn connect(url: &str) -> Result<RedisStore, StoreError> {
         let description = describe(url)?;
         let failed = |what: &str, error: RedisError| {
             StoreError::Unavailable(format!("Redis at {description}: {what}: {error}"))
         };
-        let client = Client::open(url).map_err(|e| failed("bad URL", e))?;
+        let client = redis_url::client(url).map_err(|e| failed("bad URL", e))?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(TIMEOUT))
             .set_response_timeout(Some(TIMEOUT))
@@ -751,14 +750,16 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn urls_are_described_without_their_password_and_tls_is_refused() {
+    async fn urls_are_described_without_their_password_and_other_schemes_are_refused() {
         let described = describe("redis://user:secret@cache.internal:6380/2").unwrap();
         assert_eq!(described, "redis://user@cache.internal:6380/2");
-        let refused = describe("rediss://user:secret@cache.internal:6380/2")
+        let described = describe("rediss://:secret@cache.internal:6380/2").unwrap();
+        assert_eq!(described, "rediss://cache.internal:6380/2");
+        let refused = describe("valkeys://user:secret@cache.internal:6380/2")
             .unwrap_err()
             .to_string();
         assert!(
-            refused.contains("TLS") && !refused.contains("secret"),
+            refused.contains("rediss://") && !refused.contains("secret"),
             "{refused}"
         );
         let server = Server::start();

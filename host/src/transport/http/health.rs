@@ -3,10 +3,19 @@
 //! - `GET /healthz`: the process is alive and its event loop answers; always
 //!   200 `{"status":"ok"}`.
 //! - `GET /readyz`: 200 `{"status":"ok"}` when the server should get new
-//!   requests: it is not draining or shutting down, and the task store
-//!   answers within the readiness timeout. Otherwise 503
+//!   requests: it is not draining or shutting down. Otherwise 503
 //!   `{"status":"not ready","reasons":[…]}`. (The registry is loaded before
 //!   anything is served, so it is never a reason.)
+//!
+//! A shared dependency that is down does not make the server unready: every
+//! host of a fleet shares it, so all of them would leave the load balancer
+//! at once although the calls that do not need it (every plain tool call)
+//! still work. The task store is asked at each `/readyz` (within the
+//! readiness timeout); when it does not answer, the answer stays 200 and
+//! says `"degraded":["task store unreachable"]`, the gauge
+//! `airlock_dependency_up{dependency="task_store"}` turns 0, and one `warn`
+//! line says so (one `info` line when it is back); task calls meanwhile get
+//! the store's error.
 //!
 //! Both are outside the Host and Origin allow-list and authentication: an
 //! orchestrator probes the pod's address with no token. They reveal nothing
@@ -20,6 +29,7 @@
 //! [`health_routes`] is a router of its own, for any listener to mount.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::Router;
@@ -38,6 +48,8 @@ pub struct Health {
     /// How long `/readyz` waits for the task store's answer.
     readiness_timeout: Duration,
     draining: watch::Sender<bool>,
+    /// Whether the task store answered when last asked (to log changes).
+    task_store_up: AtomicBool,
 }
 
 impl std::fmt::Debug for Health {
@@ -50,13 +62,14 @@ impl std::fmt::Debug for Health {
 }
 
 impl Health {
-    /// The health of `server`, whose task store must answer `/readyz`
-    /// within `readiness_timeout`.
+    /// The health of `server`, whose task store `/readyz` waits for at most
+    /// `readiness_timeout` before reporting it degraded.
     pub fn new(server: Arc<Server>, readiness_timeout: Duration) -> Self {
         Self {
             server,
             readiness_timeout,
             draining: watch::Sender::new(false),
+            task_store_up: AtomicBool::new(true),
         }
     }
 
@@ -77,30 +90,46 @@ impl Health {
     }
 
     /// Why the server should not get new requests now; empty when ready.
-    async fn not_ready(&self) -> Vec<&'static str> {
+    fn not_ready(&self) -> Vec<&'static str> {
         let mut reasons = Vec::new();
         if self.is_draining() || *self.server.shutting_down().borrow() {
             reasons.push("shutting down");
         }
-        if let Some(tasks) = self.server.tasks() {
-            let store = tasks.store();
-            match tokio::time::timeout(self.readiness_timeout, store.check()).await {
-                Ok(Ok(())) => {}
-                Ok(Err(error)) => {
-                    tracing::warn!(%error, "not ready: the task store does not answer");
-                    reasons.push("task store unreachable");
-                }
-                Err(_) => {
-                    tracing::warn!(
-                        store = %store.describe(),
-                        timeout_ms = self.readiness_timeout.as_millis(),
-                        "not ready: the task store did not answer in time (--readiness-timeout)"
-                    );
-                    reasons.push("task store unreachable");
-                }
-            }
-        }
         reasons
+    }
+
+    /// The shared dependencies that do not answer now: the server stays
+    /// ready without them (see the module's documentation), and says so in
+    /// the metrics and the log.
+    async fn degraded(&self) -> Vec<&'static str> {
+        let Some(tasks) = self.server.tasks() else {
+            return Vec::new();
+        };
+        let store = tasks.store();
+        let failure = match tokio::time::timeout(self.readiness_timeout, store.check()).await {
+            Ok(Ok(())) => None,
+            Ok(Err(error)) => Some(error.to_string()),
+            Err(_) => Some(format!(
+                "no answer within {} ms (--readiness-timeout)",
+                self.readiness_timeout.as_millis()
+            )),
+        };
+        crate::metrics::dependency_up("task_store", failure.is_none());
+        let was_up = self
+            .task_store_up
+            .swap(failure.is_none(), Ordering::Relaxed);
+        match &failure {
+            Some(error) if was_up => tracing::warn!(
+                store = %store.describe(),
+                %error,
+                "degraded: the task store does not answer; plain calls are still served, task calls fail until it is back"
+            ),
+            None if !was_up => {
+                tracing::info!(store = %store.describe(), "the task store answers again");
+            }
+            _ => {}
+        }
+        failure.map_or_else(Vec::new, |_| vec!["task store unreachable"])
     }
 }
 
@@ -117,9 +146,15 @@ async fn healthz() -> Response {
 }
 
 async fn readyz(State(health): State<Arc<Health>>) -> Response {
-    let reasons = health.not_ready().await;
-    if reasons.is_empty() {
+    let reasons = health.not_ready();
+    let degraded = health.degraded().await;
+    if reasons.is_empty() && degraded.is_empty() {
         status_response(StatusCode::OK, json!({"status": "ok"}))
+    } else if reasons.is_empty() {
+        status_response(
+            StatusCode::OK,
+            json!({"status": "ok", "degraded": degraded}),
+        )
     } else {
         status_response(
             StatusCode::SERVICE_UNAVAILABLE,
