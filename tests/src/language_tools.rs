@@ -28,7 +28,7 @@ use crate::{Airlock, McpClient, ToolCall, ToolsDir, all_caps, code, no_caps, run
 /// How long a start or an `inspect` that compiles a component may
 /// take before the test gives up: a hang guard, not a speed target (one
 /// component takes tens of seconds to compile on a busy 2-core machine).
-const COMPILE_TIMEOUT: Duration = Duration::from_secs(900);
+pub const COMPILE_TIMEOUT: Duration = Duration::from_secs(900);
 
 /// The components one language's build script makes.
 pub struct LanguageTools {

@@ -3,10 +3,12 @@
 //! - `GET /healthz`: the process is alive and its event loop answers; always
 //!   200 `{"status":"ok"}`.
 //! - `GET /readyz`: 200 `{"status":"ok"}` when the server should get new
-//!   requests: it is not draining or shutting down, and the task store
-//!   answers within the readiness timeout. Otherwise 503
-//!   `{"status":"not ready","reasons":[…]}`. (The registry is loaded before
-//!   anything is served, so it is never a reason.)
+//!   requests: the first load of the tools directory is done, the server is
+//!   not draining or shutting down, and the task store answers within the
+//!   readiness timeout. Otherwise 503
+//!   `{"status":"not ready","reasons":[…]}`. (The server listens before its
+//!   components are compiled and serves what has loaded so far, so
+//!   `loading components` is a reason until the first load is done.)
 //!
 //! Both are outside the Host and Origin allow-list and authentication: an
 //! orchestrator probes the pod's address with no token. They reveal nothing
@@ -38,6 +40,8 @@ pub struct Health {
     /// How long `/readyz` waits for the task store's answer.
     readiness_timeout: Duration,
     draining: watch::Sender<bool>,
+    /// Whether the first load of the tools directory is done.
+    loaded: watch::Receiver<bool>,
 }
 
 impl std::fmt::Debug for Health {
@@ -51,12 +55,18 @@ impl std::fmt::Debug for Health {
 
 impl Health {
     /// The health of `server`, whose task store must answer `/readyz`
-    /// within `readiness_timeout`.
-    pub fn new(server: Arc<Server>, readiness_timeout: Duration) -> Self {
+    /// within `readiness_timeout`, and which is not ready before `loaded`
+    /// turns true (the first load of its tools directory is done).
+    pub fn new(
+        server: Arc<Server>,
+        readiness_timeout: Duration,
+        loaded: watch::Receiver<bool>,
+    ) -> Self {
         Self {
             server,
             readiness_timeout,
             draining: watch::Sender::new(false),
+            loaded,
         }
     }
 
@@ -79,6 +89,9 @@ impl Health {
     /// Why the server should not get new requests now; empty when ready.
     async fn not_ready(&self) -> Vec<&'static str> {
         let mut reasons = Vec::new();
+        if !*self.loaded.borrow() {
+            reasons.push("loading components");
+        }
         if self.is_draining() || *self.server.shutting_down().borrow() {
             reasons.push("shutting down");
         }
