@@ -344,8 +344,18 @@ pub fn run_airlock(args: &[&str]) -> (ExitStatus, String, String) {
 /// [`run_airlock`] for a command that may take longer than a start, such as
 /// `inspect` compiling a large component on a busy machine.
 pub fn run_airlock_within(args: &[&str], timeout: Duration) -> (ExitStatus, String, String) {
+    run_airlock_with_env(args, &[], timeout)
+}
+
+/// [`run_airlock_within`] with these environment variables set too.
+pub fn run_airlock_with_env(
+    args: &[&str],
+    envs: &[(&str, &std::path::Path)],
+    timeout: Duration,
+) -> (ExitStatus, String, String) {
     let mut child = Command::new(airlock_bin())
         .args(args)
+        .envs(envs.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
