@@ -1,6 +1,8 @@
 //! `airlock inspect NAME.wasm`: what a component exports, what it serves,
 //! and the policy it would run under (its manifest resolved against the
-//! server's sandbox settings), without serving anything.
+//! server's sandbox settings), without serving anything. It uses the
+//! default compile cache, as `airlock serve` does: a second inspect of a
+//! component loads it instead of compiling it again.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -16,6 +18,8 @@ pub struct InspectConfig {
     pub component: PathBuf,
     /// The defaults and grant sources `airlock serve` would use.
     pub sandbox: SandboxSettings,
+    /// The compile cache `airlock serve` uses by default; `None`: compile.
+    pub cache_dir: Option<PathBuf>,
 }
 
 /// Loads the component and returns the report (or why it would be skipped).
@@ -24,8 +28,12 @@ pub async fn run(config: InspectConfig) -> anyhow::Result<String> {
     // One instance at a time is all describing a component takes.
     let mut sandbox = config.sandbox.clone();
     sandbox.limits.max_concurrent_calls = 1;
-    let runtime = sandbox.start(ProtectedPaths::default().no_write(tools))?;
-    let description = describe_component(&runtime, &config.component)
+    let mut protected = ProtectedPaths::default().no_write(tools);
+    if let Some(cache_dir) = &config.cache_dir {
+        protected = protected.no_write(cache_dir);
+    }
+    let runtime = sandbox.start(protected)?;
+    let description = describe_component(&runtime, &config.component, config.cache_dir.as_deref())
         .await
         .map_err(|reason| {
             anyhow::anyhow!(

@@ -1,5 +1,6 @@
-//! Keeping what the server serves current while it runs: reloading the
-//! tools directory when its components change, and acting on the changes
+//! Keeping what the server serves current while it runs: the first load
+//! of the tools directory (the server listens before it, see
+//! [`spawn_loading`]), reloading the directory when its components change, and acting on the changes
 //! components report (`notify-list-changed`, `notify-resource-updated`).
 //!
 //! One task, the live loop, is the only one that replaces the registry, so
@@ -30,14 +31,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinError, JoinSet};
 use tokio::time::Instant;
 
 use crate::protocol::Server;
 use crate::protocol::subscriptions::ServerChange;
 use crate::registry::reload::Watcher;
-use crate::registry::{Relisted, ToolSources};
+use crate::registry::{Registry, Relisted, ToolSources};
 use crate::runtime::{Change, ListKind, Runtime};
 
 /// Where the components come from, and how often to look for changes.
@@ -62,6 +63,79 @@ pub fn spawn(
 ) -> tokio::task::JoinHandle<()> {
     let changes = runtime.take_changes();
     tokio::spawn(run(server, runtime, options, changes))
+}
+
+/// Starts the task with the first load of the tools directory: `server`
+/// serves what it holds (nothing, at start) until that load is done, then
+/// the loaded set, and `loaded` turns true; from then on it runs as
+/// [`spawn`]'s does. The handle ends with an error if the first load fails
+/// (the directory cannot be read, or two components serve the same name):
+/// the server must not go on serving nothing.
+pub fn spawn_loading(
+    server: Arc<Server>,
+    runtime: Arc<Runtime>,
+    options: LiveOptions,
+    loaded: watch::Sender<bool>,
+) -> tokio::task::JoinHandle<anyhow::Result<()>> {
+    let changes = runtime.take_changes();
+    tokio::spawn(async move {
+        first_load(&server, &runtime, &options).await?;
+        loaded.send_replace(true);
+        run(server, runtime, options, changes).await;
+        Ok(())
+    })
+}
+
+/// Loads the tools directory into `server`, announcing the lists that
+/// changed (every one that is not empty) to those who listen.
+async fn first_load(
+    server: &Server,
+    runtime: &Arc<Runtime>,
+    options: &LiveOptions,
+) -> anyhow::Result<()> {
+    let registry = Registry::load(runtime, &options.tools, options.cache_dir.as_deref()).await?;
+    crate::audit::loaded(registry.component_files());
+    let dir = options.tools.dir.display();
+    if registry.tools().is_empty()
+        && registry.prompts().is_empty()
+        && registry.resources().is_empty()
+        && registry.templates().is_empty()
+    {
+        tracing::warn!(%dir, "nothing loaded: drop components (*.wasm) into this directory");
+    }
+    let counts = Counts::of(&registry);
+    server.replace_registry(registry, &[])?;
+    tracing::info!(
+        %dir,
+        components = counts.components,
+        tools = counts.tools,
+        prompts = counts.prompts,
+        resources = counts.resources,
+        templates = counts.templates,
+        "components loaded: ready"
+    );
+    Ok(())
+}
+
+/// How much a registry serves, for the log.
+struct Counts {
+    components: usize,
+    tools: usize,
+    prompts: usize,
+    resources: usize,
+    templates: usize,
+}
+
+impl Counts {
+    fn of(registry: &Registry) -> Counts {
+        Counts {
+            components: registry.component_count(),
+            tools: registry.tools().len(),
+            prompts: registry.prompts().len(),
+            resources: registry.resources().len(),
+            templates: registry.templates().len(),
+        }
+    }
 }
 
 async fn run(
@@ -113,19 +187,14 @@ async fn reload(server: &Server, runtime: &Arc<Runtime>, options: &LiveOptions) 
         .await
     {
         Ok(registry) => {
-            let counts = (
-                registry.tools().len(),
-                registry.prompts().len(),
-                registry.resources().len(),
-                registry.templates().len(),
-            );
+            let counts = Counts::of(&registry);
             crate::audit::reloaded(current.component_files(), registry.component_files());
             match server.replace_registry(registry, &[]) {
                 Ok(()) => tracing::info!(
-                    tools = counts.0,
-                    prompts = counts.1,
-                    resources = counts.2,
-                    templates = counts.3,
+                    tools = counts.tools,
+                    prompts = counts.prompts,
+                    resources = counts.resources,
+                    templates = counts.templates,
                     "reloaded"
                 ),
                 Err(error) => refused(&error),

@@ -23,12 +23,14 @@ use crate::mcp::{
     complete, elicit, error_code, error_message, input_required, is_error, retry_params, text,
 };
 use crate::paths::target_dir;
-use crate::{Airlock, McpClient, ToolCall, ToolsDir, all_caps, code, no_caps, run_airlock_within};
+use crate::{
+    Airlock, McpClient, ToolCall, ToolsDir, all_caps, code, no_caps, run_airlock_with_env,
+};
 
 /// How long a start or an `inspect` that compiles a component may
 /// take before the test gives up: a hang guard, not a speed target (one
 /// component takes tens of seconds to compile on a busy 2-core machine).
-const COMPILE_TIMEOUT: Duration = Duration::from_secs(900);
+pub const COMPILE_TIMEOUT: Duration = Duration::from_secs(900);
 
 /// The components one language's build script makes.
 pub struct LanguageTools {
@@ -124,8 +126,13 @@ impl LanguageTools {
         let bytes = fs::metadata(&file)
             .unwrap_or_else(|e| panic!("{}: {e}: run {}", file.display(), self.build_script))
             .len();
-        let (status, report, stderr) =
-            run_airlock_within(&["inspect", file.to_str().unwrap()], COMPILE_TIMEOUT);
+        // A cache of its own: the component is compiled, not loaded.
+        let cache = tempfile::tempdir().unwrap();
+        let (status, report, stderr) = run_airlock_with_env(
+            &["inspect", file.to_str().unwrap()],
+            &[("XDG_CACHE_HOME", cache.path())],
+            COMPILE_TIMEOUT,
+        );
         assert!(status.success(), "{status}: {stderr}");
         let line = |prefix: &str| {
             report

@@ -214,9 +214,9 @@ impl Airlock {
         self
     }
 
-    /// Waits up to `timeout` for the server to listen, instead of
-    /// [`START_TIMEOUT`]: for a start that compiles large components (tens
-    /// of seconds each on a busy machine) before it listens.
+    /// Waits up to `timeout` for the server to listen and load its
+    /// components, instead of [`START_TIMEOUT`]: for a start that compiles
+    /// large components (tens of seconds each on a busy machine).
     pub fn start_within(mut self, timeout: Duration) -> Self {
         self.start_timeout = timeout;
         self
@@ -258,10 +258,19 @@ impl Airlock {
         cmd
     }
 
-    /// Starts an HTTP server on a free port and waits for its `listening on` line.
+    /// Starts an HTTP server on a free port and waits for its `listening on`
+    /// line and the end of its first load of components.
     pub fn start_http(&self) -> HttpServer {
         let mut proc = self.spawn_http();
-        let url = proc.wait_for_listening(self.start_timeout);
+        let url = proc.wait_for_listening(self.start_timeout, true);
+        HttpServer { proc, url }
+    }
+
+    /// Starts an HTTP server as [`Airlock::start_http`] does, but returns
+    /// as soon as it listens, while it may still load its components.
+    pub fn start_http_loading(&self) -> HttpServer {
+        let mut proc = self.spawn_http();
+        let url = proc.wait_for_listening(self.start_timeout, false);
         HttpServer { proc, url }
     }
 
@@ -271,7 +280,7 @@ impl Airlock {
     pub fn start_http_keeping_stdout(&self) -> (HttpServer, ChildStdout) {
         let mut proc = self.spawn_http();
         let stdout = proc.take_stdout().expect("stdout is piped");
-        let url = proc.wait_for_listening(self.start_timeout);
+        let url = proc.wait_for_listening(self.start_timeout, true);
         (HttpServer { proc, url }, stdout)
     }
 
@@ -281,16 +290,19 @@ impl Airlock {
         Proc::spawn(cmd, self.tools.clone())
     }
 
-    /// Starts a stdio server.
+    /// Starts a stdio server and waits until it has loaded its components
+    /// (or exited: some tests expect it to refuse to start).
     pub fn start_stdio(&self) -> StdioServer {
         let mut cmd = self.command(true);
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
-        StdioServer::new(Proc::spawn(cmd, self.tools.clone()))
+        let mut proc = Proc::spawn(cmd, self.tools.clone());
+        proc.wait_for_load(STDIO_ANCHOR, Instant::now() + self.start_timeout);
+        StdioServer::new(proc)
     }
 
     /// Runs an HTTP server expected to exit on its own (e.g. a bad tools
     /// directory) and returns its exit status and stderr. Panics if it starts
-    /// listening or is still running after [`START_TIMEOUT`].
+    /// serving its components or is still running after [`START_TIMEOUT`].
     pub fn run_expecting_exit(&self) -> (ExitStatus, String) {
         let mut cmd = self.command(false);
         cmd.stdin(Stdio::null()).stdout(Stdio::piped());
@@ -300,10 +312,17 @@ impl Airlock {
             if let Some(status) = proc.wait_timeout(Duration::ZERO) {
                 return (status, proc.stderr());
             }
+            let log = proc.stderr();
+            // A server that says it loads its components after it listens
+            // has started once that load is done; an older one once it listens.
+            let started = if log.contains(LOADING) {
+                log.contains(LOADED)
+            } else {
+                listening_url(&log).is_some()
+            };
             assert!(
-                listening_url(&proc.stderr()).is_none(),
-                "airlock started listening but was expected to refuse to start; stderr:\n{}",
-                proc.stderr()
+                !started,
+                "airlock started serving but was expected to refuse to start; stderr:\n{log}"
             );
             assert!(
                 Instant::now() < deadline,
@@ -325,8 +344,18 @@ pub fn run_airlock(args: &[&str]) -> (ExitStatus, String, String) {
 /// [`run_airlock`] for a command that may take longer than a start, such as
 /// `inspect` compiling a large component on a busy machine.
 pub fn run_airlock_within(args: &[&str], timeout: Duration) -> (ExitStatus, String, String) {
+    run_airlock_with_env(args, &[], timeout)
+}
+
+/// [`run_airlock_within`] with these environment variables set too.
+pub fn run_airlock_with_env(
+    args: &[&str],
+    envs: &[(&str, &std::path::Path)],
+    timeout: Duration,
+) -> (ExitStatus, String, String) {
     let mut child = Command::new(airlock_bin())
         .args(args)
+        .envs(envs.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -447,8 +476,42 @@ impl Proc {
         self.child.stdout.take()
     }
 
-    fn wait_for_listening(&mut self, timeout: Duration) -> String {
+    /// Waits until the log has `anchor` (a line the server prints once it
+    /// answers) and the server has loaded its components, or until it
+    /// exits (then returns false). The server listens before it loads its
+    /// components and says so ([`LOADING`]); a server that does not say so
+    /// (an older one) loaded them before it listened.
+    fn wait_for_load(&mut self, anchor: &str, deadline: Instant) -> bool {
+        loop {
+            let log = self.stderr();
+            if log.contains(anchor) && (!log.contains(LOADING) || log.contains(LOADED)) {
+                return true;
+            }
+            if self.try_wait().is_some() {
+                return false;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "airlock did not finish loading its components in time; stderr:\n{log}"
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits for the `listening on` line and, with `loaded`, for the end of
+    /// the first load of components; returns the MCP endpoint's URL.
+    fn wait_for_listening(&mut self, timeout: Duration, loaded: bool) -> String {
         let deadline = Instant::now() + timeout;
+        if loaded && !self.wait_for_load("listening on", deadline) {
+            // Let the reader catch the last lines.
+            if let Some(reader) = self.reader.take() {
+                let _ = reader.join();
+            }
+            panic!(
+                "airlock exited before it listened and loaded its components; stderr:\n{}",
+                self.stderr()
+            );
+        }
         loop {
             if let Some(url) = listening_url(&self.stderr()) {
                 // Drain stdout so the process never blocks writing to it.
@@ -496,6 +559,16 @@ impl Drop for Proc {
         }
     }
 }
+
+/// What the server logs when it starts loading its components (it answers
+/// meanwhile, with what has loaded so far).
+pub const LOADING: &str = "loading components;";
+
+/// What the server logs once its first load of components is done.
+pub const LOADED: &str = "components loaded: ready";
+
+/// What a stdio server logs once it answers.
+const STDIO_ANCHOR: &str = "serving MCP on stdio";
 
 /// Finds the URL in a `listening on http://…/mcp` log line.
 pub fn listening_url(stderr: &str) -> Option<String> {

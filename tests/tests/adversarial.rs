@@ -955,6 +955,45 @@ fn policy_lines(report: &str) -> Vec<&str> {
         .collect()
 }
 
+/// `airlock inspect` uses the compile cache `airlock serve` uses by
+/// default: the first inspect of a component compiles it and stores the
+/// artifact, the second loads it from there.
+#[test]
+fn a_second_inspect_loads_the_component_from_the_compile_cache() {
+    let tools = ToolsDir::with(&["hash"]);
+    let component = tools.path().join("hash.wasm");
+    let home = tempfile::tempdir().unwrap();
+    let xdg = [("XDG_CACHE_HOME", home.path().to_str().unwrap())];
+    let cache = home.path().join("airlock");
+    let artifacts = || {
+        std::fs::read_dir(&cache)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter(|e| e.path().extension().is_some_and(|ext| ext == "cwasm"))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    let (status, first, stderr) = inspect(&component, &[], &xdg);
+    assert!(status.success(), "{status}: {stderr}");
+    assert!(
+        first
+            .lines()
+            .any(|l| l.starts_with("compile: ") && l.contains(" ms ")),
+        "{first}"
+    );
+    assert_eq!(artifacts(), 1, "the artifact is stored");
+    let (status, second, stderr) = inspect(&component, &[], &xdg);
+    assert!(status.success(), "{status}: {stderr}");
+    let loaded = format!(
+        "compile: loaded from the compile cache in {}",
+        cache.display()
+    );
+    assert!(second.lines().any(|l| l == loaded), "{second}");
+    assert!(!stderr.contains("compiling"), "{stderr}");
+}
+
 #[test]
 fn inspect_prints_exports_tools_and_the_effective_policy() {
     const SECRET: &str = "inspect-secret-e2e";

@@ -9,12 +9,14 @@
 //! share a cache of compiled components (see `airlock_e2e::language_tools`).
 
 use airlock_e2e::flows::{assert_form, drive};
+use std::time::{Duration, Instant};
+
 use airlock_e2e::language_tools::{
-    JAVASCRIPT, assert_answer_ends_in_error, assert_error_result, assert_retries_run_fresh, notes,
-    sha256,
+    COMPILE_TIMEOUT, JAVASCRIPT, assert_answer_ends_in_error, assert_error_result,
+    assert_retries_run_fresh, notes, sha256,
 };
 use airlock_e2e::mcp::{complete, elicit, input_request_keys, is_error, text};
-use airlock_e2e::{McpClient, ToolCall, language_over_both_transports, no_caps};
+use airlock_e2e::{Airlock, McpClient, ToolCall, language_over_both_transports, no_caps, raw_http};
 use serde_json::{Value, json};
 
 /// The plain sample's component.
@@ -29,6 +31,60 @@ const NOTES: &str = "js_notes";
 #[test]
 fn inspect_reports_size_memory_and_compile_time() {
     JAVASCRIPT.assert_inspect_reports_footprint(HASH);
+}
+
+/// A component that takes tens of seconds to compile does not keep the
+/// server from answering: it listens at once, answers discovery with what
+/// has loaded so far (nothing), and `/readyz` says it is loading; once the
+/// load is done it is ready and serves the tool. The log names the
+/// component while it compiles.
+#[test]
+fn answers_and_is_not_ready_while_a_large_component_compiles() {
+    let tools = JAVASCRIPT.tools_with(HASH);
+    // Without the compile cache (the default of these servers): it compiles now.
+    let server = Airlock::new(&tools)
+        .start_within(COMPILE_TIMEOUT)
+        .start_http_loading();
+    let client = server.client();
+    let discovered = client.rpc("server/discover", json!({}), no_caps());
+    assert!(
+        complete(&discovered)["capabilities"]["tools"].is_object(),
+        "{discovered}"
+    );
+    let ready = raw_http(
+        &server.addr(),
+        b"GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(ready.status, 503, "{}", ready.text());
+    assert_eq!(
+        ready.json(),
+        json!({"status": "not ready", "reasons": ["loading components"]})
+    );
+    assert_eq!(client.tool_names(), Vec::<String>::new());
+    assert!(server.stderr().contains("compiling"), "{}", server.stderr());
+    let deadline = Instant::now() + COMPILE_TIMEOUT;
+    loop {
+        let ready = raw_http(
+            &server.addr(),
+            b"GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+        );
+        if ready.status == 200 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not ready after {COMPILE_TIMEOUT:?}: {}",
+            ready.text()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(client.tool_names(), ["sha256"]);
+    sha256(&client);
+    assert!(
+        server.stderr().contains("loaded component (compiled in "),
+        "{}",
+        server.stderr()
+    );
 }
 
 language_over_both_transports! {

@@ -26,6 +26,7 @@ impl InspectOptions {
         InspectConfig {
             component: self.component,
             sandbox: self.sandbox.settings(RuntimeLimits::default()),
+            cache_dir: crate::registry::default_cache_dir(),
         }
     }
 }

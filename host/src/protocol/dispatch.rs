@@ -56,6 +56,8 @@ pub struct Server {
     quotas: Arc<Quotas>,
     /// Who may use what.
     access: AccessSettings,
+    /// Turns true once the first load of the components is done.
+    loaded: watch::Receiver<bool>,
 }
 
 impl Server {
@@ -87,7 +89,17 @@ impl Server {
             tasks: None,
             quotas: Arc::default(),
             access: AccessSettings::default(),
+            loaded: watch::channel(true).1,
         })
+    }
+
+    /// The same server, serving its registry while its components still
+    /// load: requests that name an item ([`Method::names_an_item`]) wait
+    /// until `loaded` turns true (lists answer at once, with what is
+    /// loaded; [`Server::replace_registry`] announces the loaded lists).
+    pub fn loading(mut self, loaded: watch::Receiver<bool>) -> Self {
+        self.loaded = loaded;
+        self
     }
 
     /// The same server, running tasks kept by `tasks` (and announcing the
@@ -397,11 +409,15 @@ impl Server {
         self.quotas.admit(context.principal).map_err(over_quota)?;
         let meta =
             envelope::check_envelope(&request.method, &request.params, context.headers.as_ref())?;
-        let catalog = self.catalog();
-        let catalog = &*catalog;
         let Some(method) = Method::parse(&request.method) else {
             return Err(unknown_method(&request.method));
         };
+        if method.names_an_item() {
+            // Fails only if the load was abandoned: the server stops then.
+            let _ = self.loaded.clone().wait_for(|loaded| *loaded).await;
+        }
+        let catalog = self.catalog();
+        let catalog = &*catalog;
         let gate = Gate {
             settings: &self.access,
             catalog,

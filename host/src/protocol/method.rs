@@ -40,6 +40,22 @@ pub enum Method {
 }
 
 impl Method {
+    /// Whether the method names something served (a tool, a prompt, a
+    /// resource, a skill) rather than asks for a list or the server: while
+    /// the server loads its components, such a request waits for the load,
+    /// so that a name not loaded yet is not answered as unknown.
+    pub fn names_an_item(self) -> bool {
+        matches!(
+            self,
+            Method::ToolsCall
+                | Method::PromptsGet
+                | Method::ResourcesRead
+                | Method::CompletionComplete
+                | Method::SkillsGet
+                | Method::ResourcesDirectoryRead
+        )
+    }
+
     /// Every method, in the order of the spec's sections.
     pub const ALL: [Method; 16] = [
         Method::ServerDiscover,

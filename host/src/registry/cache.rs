@@ -140,9 +140,7 @@ impl CompileCache {
                 "cannot read the compiled artifact in the cache; compiling again"
             ),
         }
-        let started = std::time::Instant::now();
-        let component = Component::new(engine, wasm).map_err(anyhow::Error::from)?;
-        let millis = started.elapsed().as_millis();
+        let (component, origin) = compile(engine, wasm, source)?;
         if let Err(err) = self.store(&component, &path) {
             warn!(
                 file = %source.display(),
@@ -151,7 +149,7 @@ impl CompileCache {
                 "could not write the compiled artifact to the cache"
             );
         }
-        Ok((component, Origin::Compiled { millis }))
+        Ok((component, origin))
     }
 
     /// Writes `component`'s artifact to `path` atomically.
@@ -181,6 +179,20 @@ impl CompileCache {
         }
         result
     }
+}
+
+/// Compiles `wasm` (the component file `source`) now, saying so in the
+/// log first: a large component takes tens of seconds.
+pub fn compile(engine: &Engine, wasm: &[u8], source: &Path) -> anyhow::Result<(Component, Origin)> {
+    tracing::info!(
+        file = %source.display(),
+        size = %crate::units::format_size_approx(wasm.len() as u64),
+        "compiling"
+    );
+    let started = std::time::Instant::now();
+    let component = Component::new(engine, wasm).map_err(anyhow::Error::from)?;
+    let millis = started.elapsed().as_millis();
+    Ok((component, Origin::Compiled { millis }))
 }
 
 /// Creates `dir` (and its parents), readable and writable by the owner only

@@ -366,13 +366,8 @@ fn compile(
         Some(cache) => cache
             .load_or_compile(engine, wasm, path)
             .map_err(|err| format!("it fails to compile: {err:#}")),
-        None => {
-            let started = std::time::Instant::now();
-            let component = wasmtime::component::Component::new(engine, wasm)
-                .map_err(|err| format!("it fails to compile: {}", chain(&err)))?;
-            let millis = started.elapsed().as_millis();
-            Ok((component, Origin::Compiled { millis }))
-        }
+        None => super::cache::compile(engine, wasm, path)
+            .map_err(|err| format!("it fails to compile: {err:#}")),
     }
 }
 

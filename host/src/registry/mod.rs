@@ -692,14 +692,17 @@ fn clash(what: &str, key: &str, first: &Path, second: &Path) -> String {
     )
 }
 
-/// Loads the component at `path` on its own and describes it: exported
+/// Loads the component at `path` on its own (using, and filling, the
+/// compile cache in `cache_dir` if given) and describes it: exported
 /// interfaces, what it serves, and its effective policy. The error is why
 /// it would be skipped.
 pub async fn describe_component(
     runtime: &Arc<Runtime>,
     path: &Path,
+    cache_dir: Option<&Path>,
 ) -> Result<Vec<String>, String> {
-    let component = Component::load(runtime, path, None).await?;
+    let cache = cache_dir.map(|dir| CompileCache::new(runtime.engine(), dir));
+    let component = Component::load(runtime, path, cache.as_ref()).await?;
     let footprint = {
         let (path, limit) = (path.to_owned(), runtime.limits().max_component_bytes);
         tokio::task::spawn_blocking(move || footprint::Footprint::of(&path, limit))
@@ -720,10 +723,15 @@ pub async fn describe_component(
             format_size(component.checked.policy().limits.memory_bytes as u64)
         ),
     ];
-    if let cache::Origin::Compiled { millis } = component.origin {
-        lines.push(format!(
+    match (component.origin, cache) {
+        (cache::Origin::Compiled { millis }, _) => lines.push(format!(
             "compile: {millis} ms (the compile cache makes later starts load it instead)"
-        ));
+        )),
+        (cache::Origin::Cache, Some(cache)) => lines.push(format!(
+            "compile: loaded from the compile cache in {}",
+            cache.dir().display()
+        )),
+        (cache::Origin::Cache, None) => {}
     }
     lines.push(format!(
         "exports: {}",

@@ -337,17 +337,17 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             None => Vec::new(),
         },
     };
-    let registry = Registry::load(&runtime, &sources, config.cache_dir.as_deref()).await?;
-    audit::loaded(registry.component_files());
-    if registry.tools().is_empty()
-        && registry.prompts().is_empty()
-        && registry.resources().is_empty()
-        && registry.templates().is_empty()
-    {
-        tracing::warn!(dir = %config.tools.display(), "nothing loaded: drop components (*.wasm) into this directory");
-    }
     if config.check {
+        let registry = Registry::load(&runtime, &sources, config.cache_dir.as_deref()).await?;
         return check::report(&registry, &config.tools);
+    }
+    // A wrong --tools stops the start here; the components load after the
+    // server listens (see `live::spawn_loading`).
+    {
+        let sources = sources.clone();
+        tokio::task::spawn_blocking(move || sources.files())
+            .await
+            .context("reading the tools directory failed unexpectedly")??;
     }
     let mut sealer = StateSealer::new(keys, config.state_ttl, StateLimits::default());
     if let Some(store) = &config.single_use {
@@ -356,25 +356,41 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let task_store = config.task_store.open().await?;
     let tasks = Arc::new(Tasks::new(task_store, config.tasks.clone()));
     let quotas = Arc::new(Quotas::new(config.rate_limit));
-    let _forget_quotas = AbortOnDrop(tokio::spawn(quotas.clone().forget_idle_forever()));
+    let _forget_quotas =
+        AbortOnDrop(tokio::spawn(quotas.clone().forget_idle_forever()).abort_handle());
+    let (loaded, loaded_watch) = tokio::sync::watch::channel(false);
     let server = Arc::new(
         Server::new(
             runtime.clone(),
-            Arc::new(registry),
+            Arc::new(Registry::default()),
             sealer,
             config.protocol.clone(),
         )?
         .with_tasks(tasks.clone())
         .with_quotas(quotas)
-        .with_access(access),
+        .with_access(access)
+        .loading(loaded_watch.clone()),
     );
     crate::access::log_mode(
         server.has_access_rules(),
         matches!(config.transport, Transport::Stdio),
     );
-    let runner = tasks.clone().run(server.clone(), server.shutting_down());
-    let _stop_tasks = AbortOnDrop(tokio::spawn(runner));
-    let updates = live::spawn(
+    let runner = {
+        let runner = tasks.clone().run(server.clone(), server.shutting_down());
+        let mut loaded = loaded_watch.clone();
+        // Not before the first load: a task's tool is not served until then.
+        async move {
+            if loaded.wait_for(|loaded| *loaded).await.is_ok() {
+                runner.await;
+            }
+        }
+    };
+    let _stop_tasks = AbortOnDrop(tokio::spawn(runner).abort_handle());
+    tracing::info!(
+        dir = %config.tools.display(),
+        "loading components; serving what has loaded so far until done"
+    );
+    let loading = live::spawn_loading(
         server.clone(),
         runtime.clone(),
         LiveOptions {
@@ -383,8 +399,9 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             reload_every: config.reload_every,
             relist_every: config.relist_every,
         },
+        loaded,
     );
-    let _stop_updates = AbortOnDrop(updates);
+    let _stop_loading = AbortOnDrop(loading.abort_handle());
     let legacy = Arc::new(Legacy::new(server.clone(), config.bridge.clone()));
     let sessions = Sessions::new(config.max_sessions, config.session_idle_timeout)
         .with_max_per_principal(config.max_sessions_per_principal);
@@ -406,13 +423,18 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             )
             .await?;
             tracing::info!("serving MCP on stdio");
-            let served = stdio::serve(endpoint, config.max_body_bytes).await;
+            let served = tokio::select! {
+                served = stdio::serve(endpoint, config.max_body_bytes) => {
+                    served.context("stdio transport failed")
+                }
+                error = load_failure(loading) => Err(error),
+            };
             tasks.hand_back().await;
             audit::shut_down();
             if let Some(traces) = traces {
                 traces.shut_down().await;
             }
-            return served.context("stdio transport failed");
+            return served;
         }
         Transport::Http(address) => address,
     };
@@ -431,6 +453,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let health = Arc::new(http::Health::new(
         server.clone(),
         config.connections.readiness_timeout,
+        loaded_watch,
     ));
     let settings = http::HttpSettings {
         admission: http::Admission {
@@ -463,17 +486,34 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             tasks.stop_claiming();
         }
     };
-    let served = http::serve(endpoint, settings, listener, shutdown).await;
+    let served = tokio::select! {
+        served = http::serve(endpoint, settings, listener, shutdown) => {
+            served.context("HTTP transport failed")
+        }
+        error = load_failure(loading) => Err(error),
+    };
     tasks.hand_back().await;
     audit::shut_down();
     if let Some(traces) = traces {
         traces.shut_down().await;
     }
-    served.context("HTTP transport failed")
+    served
+}
+
+/// Resolves with the error if the first load of the tools directory
+/// fails (see [`live::spawn_loading`]); never resolves otherwise.
+async fn load_failure(loading: tokio::task::JoinHandle<anyhow::Result<()>>) -> anyhow::Error {
+    match loading.await {
+        Ok(Err(error)) => error.context("cannot load the tools directory"),
+        Err(error) if error.is_panic() => {
+            anyhow::anyhow!("loading the tools directory failed: {error}")
+        }
+        Ok(Ok(())) | Err(_) => std::future::pending().await,
+    }
 }
 
 /// A task that is aborted when this is dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
+struct AbortOnDrop(tokio::task::AbortHandle);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {

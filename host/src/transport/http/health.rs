@@ -3,9 +3,11 @@
 //! - `GET /healthz`: the process is alive and its event loop answers; always
 //!   200 `{"status":"ok"}`.
 //! - `GET /readyz`: 200 `{"status":"ok"}` when the server should get new
-//!   requests: it is not draining or shutting down. Otherwise 503
-//!   `{"status":"not ready","reasons":[…]}`. (The registry is loaded before
-//!   anything is served, so it is never a reason.)
+//!   requests: the first load of the tools directory is done and the
+//!   server is not draining or shutting down. Otherwise 503
+//!   `{"status":"not ready","reasons":[…]}`. (The server listens before its
+//!   components are compiled and serves what has loaded so far, so
+//!   `loading components` is a reason until the first load is done.)
 //!
 //! A shared dependency that is down does not make the server unready: every
 //! host of a fleet shares it, so all of them would leave the load balancer
@@ -50,6 +52,8 @@ pub struct Health {
     draining: watch::Sender<bool>,
     /// Whether the task store answered when last asked (to log changes).
     task_store_up: AtomicBool,
+    /// Whether the first load of the tools directory is done.
+    loaded: watch::Receiver<bool>,
 }
 
 impl std::fmt::Debug for Health {
@@ -63,13 +67,20 @@ impl std::fmt::Debug for Health {
 
 impl Health {
     /// The health of `server`, whose task store `/readyz` waits for at most
-    /// `readiness_timeout` before reporting it degraded.
-    pub fn new(server: Arc<Server>, readiness_timeout: Duration) -> Self {
+    /// `readiness_timeout` before reporting it degraded, and which is not
+    /// ready before `loaded` turns true (the first load of its tools
+    /// directory is done).
+    pub fn new(
+        server: Arc<Server>,
+        readiness_timeout: Duration,
+        loaded: watch::Receiver<bool>,
+    ) -> Self {
         Self {
             server,
             readiness_timeout,
             draining: watch::Sender::new(false),
             task_store_up: AtomicBool::new(true),
+            loaded,
         }
     }
 
@@ -92,6 +103,9 @@ impl Health {
     /// Why the server should not get new requests now; empty when ready.
     fn not_ready(&self) -> Vec<&'static str> {
         let mut reasons = Vec::new();
+        if !*self.loaded.borrow() {
+            reasons.push("loading components");
+        }
         if self.is_draining() || *self.server.shutting_down().borrow() {
             reasons.push("shutting down");
         }
