@@ -24,6 +24,7 @@ pub mod prometheus;
 pub mod redis;
 pub mod sdk_clients;
 pub mod server;
+pub mod sigstore;
 pub mod sse;
 pub mod stdio;
 pub mod wait;

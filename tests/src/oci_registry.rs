@@ -19,6 +19,7 @@ pub const WASM_LAYER: &str = "application/wasm";
 const WASM_CONFIG: &str = "application/vnd.wasm.config.v0+json";
 /// The media type of an OCI image manifest.
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 
 /// A running registry.
 pub struct OciRegistry {
@@ -169,6 +170,82 @@ impl OciRegistry {
         self.push_manifest(repository, &tag, &serde_json::to_vec(&manifest).unwrap());
     }
 
+    /// Attaches the Sigstore `bundle` to the manifest `subject` of
+    /// `repository` the way `cosign sign --new-bundle-format` does on a
+    /// registry without the referrers API (this one, Debian's registry
+    /// 2.8): a referrer manifest (artifact type the bundle's, its one layer
+    /// the bundle, its subject the manifest), listed in the image index at
+    /// the referrers tag schema's tag `sha256-<hex>`.
+    pub fn push_bundle(&self, repository: &str, subject: &str, bundle: &[u8]) {
+        let empty = b"{}";
+        let subject_size = self.manifest(repository, subject).len();
+        let referrer = serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": OCI_MANIFEST,
+            "artifactType": crate::sigstore::BUNDLE_MEDIA_TYPE,
+            "config": {
+                "mediaType": "application/vnd.oci.empty.v1+json",
+                "digest": self.push_blob(repository, empty),
+                "size": empty.len(),
+            },
+            "layers": [{
+                "mediaType": crate::sigstore::BUNDLE_MEDIA_TYPE,
+                "digest": self.push_blob(repository, bundle),
+                "size": bundle.len(),
+            }],
+            "subject": {"mediaType": OCI_MANIFEST, "digest": subject, "size": subject_size},
+        });
+        let referrer = serde_json::to_vec(&referrer).unwrap();
+        let referrer_digest = sha256(&referrer);
+        self.put_manifest(repository, &referrer_digest, OCI_MANIFEST, &referrer);
+        let tag = subject.replacen(':', "-", 1);
+        let mut index = self
+            .get_manifest(repository, &tag, OCI_INDEX)
+            .map(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).unwrap())
+            .unwrap_or_else(
+                || serde_json::json!({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": []}),
+            );
+        index["manifests"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({
+                "mediaType": OCI_MANIFEST,
+                "artifactType": crate::sigstore::BUNDLE_MEDIA_TYPE,
+                "digest": referrer_digest,
+                "size": referrer.len(),
+            }));
+        self.put_manifest(
+            repository,
+            &tag,
+            OCI_INDEX,
+            &serde_json::to_vec(&index).unwrap(),
+        );
+    }
+
+    /// The manifest `reference` (a tag or digest) of `repository`, as stored.
+    pub fn manifest(&self, repository: &str, reference: &str) -> Vec<u8> {
+        self.get_manifest(repository, reference, OCI_MANIFEST)
+            .expect("the manifest is stored")
+    }
+
+    fn get_manifest(&self, repository: &str, reference: &str, accept: &str) -> Option<Vec<u8>> {
+        let mut response = agent()
+            .get(&self.url(&format!("{repository}/manifests/{reference}")))
+            .header("accept", accept)
+            .call()
+            .expect("get a manifest");
+        (response.status() == 200).then(|| response.body_mut().read_to_vec().unwrap())
+    }
+
+    fn put_manifest(&self, repository: &str, reference: &str, media_type: &str, bytes: &[u8]) {
+        let response = agent()
+            .put(&self.url(&format!("{repository}/manifests/{reference}")))
+            .header("content-type", media_type)
+            .send(bytes)
+            .expect("put a manifest");
+        assert_eq!(response.status(), 201, "manifest refused");
+    }
+
     /// Pushes `component` (its bytes) to `repository:tag` in the Wasm OCI
     /// artifact layout; returns the manifest's digest.
     pub fn push_component(&self, repository: &str, tag: &str, component: &[u8]) -> String {
@@ -177,12 +254,7 @@ impl OciRegistry {
 
     /// Puts `manifest` at `repository:tag`; returns its digest.
     pub fn push_manifest(&self, repository: &str, tag: &str, manifest: &[u8]) -> String {
-        let response = agent()
-            .put(&self.url(&format!("{repository}/manifests/{tag}")))
-            .header("content-type", OCI_MANIFEST)
-            .send(manifest)
-            .expect("put a manifest");
-        assert_eq!(response.status(), 201, "manifest refused");
+        self.put_manifest(repository, tag, OCI_MANIFEST, manifest);
         sha256(manifest)
     }
 
@@ -245,7 +317,7 @@ impl CosignKey {
     }
 
     /// The base64 ASN.1 DER signature of `payload`, as cosign writes it.
-    fn sign(&self, payload: &[u8]) -> String {
+    pub fn sign(&self, payload: &[u8]) -> String {
         use base64::Engine as _;
         let rng = ring::rand::SystemRandom::new();
         let signature = self.pair.sign(&rng, payload).expect("sign");

@@ -4,12 +4,16 @@
 //! the log and in `airlock inspect`, bad artifacts refused each with its
 //! reason while the others serve, a lock pinning digests while a tag moves,
 //! a registry down at start with a warm and with a cold cache, and cosign
-//! signatures checked before load (online, and offline from the cache).
+//! signatures checked before load (online, and offline from the cache),
+//! and Sigstore bundles (keyless, or with a key) attached as OCI referrers
+//! through the referrers tag schema (this registry has no referrers API),
+//! verified against a test trusted root before load.
 
 use std::path::{Path, PathBuf};
 
 use airlock_e2e::oci_registry::{CosignKey, OciRegistry, WASM_LAYER};
 use airlock_e2e::paths::component;
+use airlock_e2e::sigstore::{TestSigstore, sign_with_key};
 use airlock_e2e::{Airlock, McpClient, ToolsDir, run_airlock};
 
 /// The bytes of the built component `name`.
@@ -44,6 +48,19 @@ impl Supply {
         let path = self.dir.path().join("cosign.pub");
         std::fs::write(&path, key.public_pem()).unwrap();
         path
+    }
+
+    /// Writes `sigstore`'s trusted root beside the components file; returns
+    /// the options trusting it and the identity `ISSUER SUBJECT`.
+    fn trust_keyless(&self, sigstore: &TestSigstore) -> Vec<String> {
+        let path = self.dir.path().join("trusted_root.json");
+        std::fs::write(&path, sigstore.trusted_root()).unwrap();
+        vec![
+            "--sigstore-trusted-root".into(),
+            path.display().to_string(),
+            "--sigstore-identity".into(),
+            format!("{ISSUER} {SUBJECT}"),
+        ]
     }
 
     fn components(&self) -> PathBuf {
@@ -393,6 +410,159 @@ fn a_locked_signed_component_is_verified_again_from_the_cache_with_the_registry_
             &["skipping component", &digest, "not signed by a trusted key"]
         )
         .is_some(),
+        "{stderr}"
+    );
+}
+
+/// The OIDC issuer and the subject of the identity the keyless tests trust.
+const ISSUER: &str = "https://token.actions.example.com";
+const SUBJECT: &str = "https://example.com/org/tools/.github/workflows/release.yml@refs/heads/main";
+
+#[test]
+fn sigstore_bundles_are_verified_before_load_and_each_refusal_says_why() {
+    let registry = OciRegistry::start();
+    let host = registry.host();
+    let sigstore = TestSigstore::new();
+    let key = CosignKey::generate();
+    // Pushes `name` to `tools/<repository>:1`; returns its digest and manifest.
+    let push = |repository: &str, name: &str| {
+        let digest = registry.push_component(&format!("tools/{repository}"), "1", &wasm(name));
+        let manifest = registry.manifest(&format!("tools/{repository}"), &digest);
+        (digest, manifest)
+    };
+    let (keyless, manifest) = push("keyless", "hash");
+    registry.push_bundle(
+        "tools/keyless",
+        &keyless,
+        &sigstore.sign_keyless(&manifest, ISSUER, SUBJECT),
+    );
+    let (keyed, manifest) = push("keyed", "summarize");
+    registry.push_bundle("tools/keyed", &keyed, &sign_with_key(&manifest, &key));
+    let (stranger, manifest) = push("stranger", "report");
+    registry.push_bundle(
+        "tools/stranger",
+        &stranger,
+        &sigstore.sign_keyless(&manifest, ISSUER, "mallory@example.com"),
+    );
+    let (other_ca, manifest) = push("other-ca", "work_items");
+    registry.push_bundle(
+        "tools/other-ca",
+        &other_ca,
+        &sigstore
+            .other_authority()
+            .sign_keyless(&manifest, ISSUER, SUBJECT),
+    );
+    let (other_digest, _) = push("other-digest", "everything");
+    let signed_elsewhere = registry.manifest("tools/keyless", &keyless);
+    registry.push_bundle(
+        "tools/other-digest",
+        &other_digest,
+        &sigstore.sign_keyless(&signed_elsewhere, ISSUER, SUBJECT),
+    );
+    let (missing, _) = push("missing", "numbered");
+    let (opted_out, _) = push("dev", "deploy");
+    let supply = Supply::with_text(&format!(
+        "[keyless]\nreference = \"{host}/tools/keyless:1\"\n\
+         [keyed]\nreference = \"{host}/tools/keyed:1\"\n\
+         [stranger]\nreference = \"{host}/tools/stranger:1\"\n\
+         [other_ca]\nreference = \"{host}/tools/other-ca:1\"\n\
+         [other_digest]\nreference = \"{host}/tools/other-digest:1\"\n\
+         [missing]\nreference = \"{host}/tools/missing:1\"\n\
+         [dev]\nreference = \"{host}/tools/dev:1\"\nunsigned = true\n"
+    ));
+    let public = supply.trust(&key);
+    let server = Airlock::new(&ToolsDir::new())
+        .args(supply.args(&supply.cache()))
+        .args(supply.trust_keyless(&sigstore))
+        .arg("--cosign-key")
+        .arg(&public)
+        .start_http();
+    assert_eq!(
+        server.client().tool_names(),
+        ["confirm", "deploy", "sha256", "summarize"]
+    );
+    let stderr = server.stderr();
+    for (reference, digest) in [("tools/keyless:1", &keyless), ("tools/keyed:1", &keyed)] {
+        assert!(
+            line_with(
+                &stderr,
+                &["signature verified (Sigstore bundle)", reference, digest]
+            )
+            .is_some(),
+            "{reference} is verified by its bundle:\n{stderr}"
+        );
+    }
+    assert_each_skipped_with_its_reason(
+        &stderr,
+        &[
+            (
+                "tools/stranger:1",
+                stranger.as_str(),
+                "mallory@example.com (issuer https://token.actions.example.com) is not a trusted identity",
+            ),
+            (
+                "tools/other-ca:1",
+                other_ca.as_str(),
+                "does not chain to a trusted Fulcio certificate authority",
+            ),
+            (
+                "tools/other-digest:1",
+                other_digest.as_str(),
+                &format!("signs another digest ({keyless})"),
+            ),
+            ("tools/missing:1", missing.as_str(), "it is unsigned"),
+        ],
+    );
+    assert!(
+        line_with(
+            &stderr,
+            &["SIGNATURE NOT CHECKED", "tools/dev:1", &opted_out]
+        )
+        .is_some(),
+        "the opt-out is logged loudly:\n{stderr}"
+    );
+}
+
+#[test]
+fn a_locked_keyless_component_is_verified_again_from_the_cache_with_the_registry_down() {
+    let mut registry = OciRegistry::start();
+    let sigstore = TestSigstore::new();
+    let digest = registry.push_component("tools/hash", "1", &wasm("hash"));
+    let manifest = registry.manifest("tools/hash", &digest);
+    registry.push_bundle(
+        "tools/hash",
+        &digest,
+        &sigstore.sign_keyless(&manifest, ISSUER, SUBJECT),
+    );
+    let supply = Supply::new(&[("hash", format!("{}/tools/hash:1", registry.host()))]);
+    let trusted = supply.trust_keyless(&sigstore);
+    let trusted: Vec<&str> = trusted.iter().map(String::as_str).collect();
+    let (pulled, stderr) = supply.pull_with(&trusted);
+    assert!(pulled, "airlock pull: {stderr}");
+    registry.stop();
+    let server = Airlock::new(&ToolsDir::new())
+        .args(supply.args(&supply.cache()))
+        .arg("--lock")
+        .arg(supply.lock())
+        .args(&trusted)
+        .start_http();
+    airlock_e2e::flows::sha256(&server.client());
+    let stderr = server.stderr();
+    assert!(
+        line_with(&stderr, &["signature verified (Sigstore bundle)", &digest]).is_some(),
+        "verified offline:\n{stderr}"
+    );
+    // Another trusted root: the cached bundle does not chain to it.
+    let stranger = Supply::new(&[]);
+    let refused = Airlock::new(&ToolsDir::new())
+        .args(supply.args(&supply.cache()))
+        .arg("--lock")
+        .arg(supply.lock())
+        .args(stranger.trust_keyless(&sigstore.other_authority()))
+        .start_http();
+    let stderr = refused.stderr();
+    assert!(
+        line_with(&stderr, &["skipping component", &digest, "does not chain"]).is_some(),
         "{stderr}"
     );
 }

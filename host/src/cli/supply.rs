@@ -48,6 +48,22 @@ pub struct SupplyOptions {
     /// cache at every start), unless its entry says `unsigned = true`.
     #[arg(long = "cosign-key", value_name = "FILE")]
     pub cosign_keys: Vec<PathBuf>,
+    /// Sigstore trusted root (`trusted_root.json`: the Fulcio certificate authorities and the
+    /// transparency log keys, as `cosign trusted-root create` or Sigstore's TUF repository gives
+    /// it) for keyless signatures. With it, a component loads only if a Sigstore bundle attached
+    /// to its manifest (an OCI referrer, as `cosign sign --new-bundle-format` writes it) signs its
+    /// manifest digest by a --sigstore-identity, checked offline (docs/publishing.md), unless its
+    /// entry says `unsigned = true`.
+    #[arg(long, value_name = "FILE")]
+    pub sigstore_trusted_root: Option<PathBuf>,
+    /// Signer trusted for keyless signatures: `"<OIDC issuer> <certificate subject>"` (the
+    /// subject an email or URI subject alternative name), both exact; repeatable.
+    #[arg(
+        long = "sigstore-identity",
+        value_name = "ISSUER SUBJECT",
+        requires = "sigstore_trusted_root"
+    )]
+    pub sigstore_identities: Vec<crate::supply::trust::Identity>,
 }
 
 impl SupplyOptions {
@@ -71,6 +87,8 @@ impl SupplyOptions {
                 basic_auth_file: self.registry_basic_auth_file,
             },
             cosign_keys: self.cosign_keys,
+            sigstore_trusted_root: self.sigstore_trusted_root,
+            sigstore_identities: self.sigstore_identities,
         })
     }
 }

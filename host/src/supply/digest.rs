@@ -3,12 +3,12 @@
 /// `sha256:<hex>` of `bytes`.
 pub(super) fn sha256_of(bytes: &[u8]) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
-    let hex: String = digest
-        .as_ref()
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect();
-    format!("sha256:{hex}")
+    format!("sha256:{}", hex(digest.as_ref()))
+}
+
+/// Lower-case hexadecimal of `bytes`.
+pub(super) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// The hex of a `sha256:<64 lowercase hex digits>` digest, if it is one.

@@ -11,22 +11,30 @@
 //! like a file of the tools directory: so the digest is in every log line,
 //! audit record and `airlock inspect` report that names the file.
 //!
-//! With trusted keys (`--cosign-key`), a component loads only if a cosign
-//! signature by one of them names its manifest digest ([`signature`]); an
-//! entry of the components file may opt out (`unsigned = true`), which is
-//! logged as a warning at every start.
+//! With trusted keys (`--cosign-key`) or a Sigstore trusted root and
+//! identities (`--sigstore-trusted-root`, `--sigstore-identity`), a
+//! component loads only if a Sigstore bundle attached to its manifest as an
+//! OCI referrer ([`referrers`]) signs its manifest digest by a trusted key
+//! or identity ([`bundle`], [`trust`]), or, with keys, a legacy cosign
+//! signature by one of them names it ([`signature`]). An entry of the
+//! components file may opt out (`unsigned = true`), which is logged as a
+//! warning at every start.
 //!
 //! `airlock pull` resolves every reference and writes a lock of digests
 //! ([`lock`]); a server started with the lock serves exactly those digests,
 //! and takes them from the cache without asking the registry when the cache
 //! holds them.
 
+mod bundle;
+mod certificate;
 pub mod components;
 mod digest;
 pub mod lock;
 mod pull;
+mod referrers;
 pub mod signature;
 mod store;
+pub mod trust;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -34,12 +42,15 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use tracing::{info, warn};
 
+use self::bundle::Trust;
 use self::components::{Components, Wanted};
 use self::lock::Lock;
+use self::pull::MAX_MANIFEST_BYTES;
 use self::pull::{PullError, Puller};
 use self::signature::TrustedKeys;
 use self::store::Pulled;
 use self::store::Store;
+use self::trust::{Identity, KeylessTrust};
 
 /// Where to reach registries, and the bounds of every pull.
 #[derive(Debug, Clone)]
@@ -72,15 +83,29 @@ pub struct SupplySettings {
     /// Public keys (PEM, ECDSA P-256) of which one must have signed each
     /// component; none: signatures are not checked.
     pub cosign_keys: Vec<PathBuf>,
+    /// A Sigstore trusted root (`trusted_root.json`): with it, keyless
+    /// bundles by `sigstore_identities` are trusted.
+    pub sigstore_trusted_root: Option<PathBuf>,
+    /// The identities trusted to sign keyless.
+    pub sigstore_identities: Vec<Identity>,
 }
 
 impl SupplySettings {
-    /// The trusted keys, if any are configured.
-    fn trust(&self) -> anyhow::Result<Option<TrustedKeys>> {
-        if self.cosign_keys.is_empty() {
-            return Ok(None);
-        }
-        TrustedKeys::read(&self.cosign_keys).map(Some)
+    /// The trusted keys and identities, if any are configured.
+    fn trust(&self) -> anyhow::Result<Option<Trust>> {
+        let keys = if self.cosign_keys.is_empty() {
+            None
+        } else {
+            Some(TrustedKeys::read(&self.cosign_keys)?)
+        };
+        let keyless = match &self.sigstore_trusted_root {
+            Some(_) if self.sigstore_identities.is_empty() => {
+                bail!("--sigstore-trusted-root needs at least one --sigstore-identity to trust")
+            }
+            Some(path) => Some(KeylessTrust::read(path, self.sigstore_identities.clone())?),
+            None => None,
+        };
+        Ok((keys.is_some() || keyless.is_some()).then_some(Trust { keys, keyless }))
     }
 }
 
@@ -88,26 +113,61 @@ impl SupplySettings {
 /// its signature unless its entry opts out.
 async fn obtain(
     puller: &Puller,
-    trust: Option<&TrustedKeys>,
+    trust: Option<&Trust>,
     wanted: &Wanted,
     pinned: Option<&str>,
 ) -> Result<Pulled, PullError> {
     let pulled = puller.fetch(&wanted.reference, pinned).await?;
-    let Some(keys) = trust else {
+    let Some(trust) = trust else {
         return Ok(pulled);
     };
     if wanted.unsigned {
         warn!(reference = %wanted.reference, digest = %pulled.digest, "SIGNATURE NOT CHECKED: component `{}` is served unsigned (`unsigned = true` in the components file)", wanted.name);
         return Ok(pulled);
     }
-    let layers = puller
-        .signatures(&wanted.reference, &pulled.digest)
+    let kind = verify(puller, trust, wanted, &pulled.digest)
         .await
         .map_err(|err| err.at(&pulled.digest))?;
-    keys.check(&pulled.digest, &layers)
-        .map_err(|reason| PullError::refused(reason).at(&pulled.digest))?;
-    info!(reference = %wanted.reference, digest = %pulled.digest, "signature verified");
+    info!(reference = %wanted.reference, digest = %pulled.digest, "signature verified ({kind})");
     Ok(pulled)
+}
+
+/// Checks that the manifest `digest` of `wanted` is signed by a trusted
+/// key or identity: by a Sigstore bundle, else (with keys) by a legacy
+/// cosign signature. Returns which kind verified.
+async fn verify(
+    puller: &Puller,
+    trust: &Trust,
+    wanted: &Wanted,
+    digest: &str,
+) -> Result<&'static str, PullError> {
+    let manifest = puller
+        .parts()
+        .2
+        .read(digest, MAX_MANIFEST_BYTES)
+        .ok_or_else(|| PullError::refused("its manifest is no longer in the cache".to_owned()))?;
+    let bundles = puller.bundles(&wanted.reference, digest).await?;
+    let refused = match trust.check(digest, &manifest, &bundles) {
+        Ok(()) => return Ok("Sigstore bundle"),
+        Err(reason) => reason,
+    };
+    let Some(keys) = &trust.keys else {
+        return Err(PullError::refused(refused));
+    };
+    match puller.signatures(&wanted.reference, digest).await {
+        Ok(layers) => keys
+            .check(digest, &layers)
+            .map(|()| "cosign signature")
+            .map_err(|reason| {
+                PullError::refused(if bundles.is_empty() { reason } else { refused })
+            }),
+        Err(PullError::Refused { reason, .. }) => Err(PullError::refused(if bundles.is_empty() {
+            reason
+        } else {
+            refused
+        })),
+        Err(unreachable) => Err(unreachable),
+    }
 }
 
 /// Pulls (or takes from the cache) every component of the components file

@@ -25,7 +25,7 @@ pub(super) const WASM_MEDIA_TYPE: &str = "application/wasm";
 
 /// The largest manifest (or signature payload) read: a single-layer
 /// manifest is well under 4 KiB.
-const MAX_MANIFEST_BYTES: u64 = 64 * 1024;
+pub(super) const MAX_MANIFEST_BYTES: u64 = 64 * 1024;
 
 /// Why a component was not pulled.
 #[derive(Debug)]
@@ -192,7 +192,7 @@ impl Puller {
 
     /// Streams the layer, at most its listed size (itself at most
     /// `--max-component-size`), and checks its digest.
-    async fn pull_layer(
+    pub(super) async fn pull_layer(
         &self,
         reference: &Reference,
         layer: &OciDescriptor,
@@ -330,7 +330,14 @@ impl Puller {
         Ok(layers)
     }
 
-    fn keep(&self, digest: &str, bytes: &[u8]) -> Result<(), PullError> {
+    /// The registry client, the authentication it sends, the cache and the
+    /// time one pull may take (for the pulls of other modules).
+    pub(super) fn parts(&self) -> (&Client, &RegistryAuth, &Store, std::time::Duration) {
+        (&self.client, &self.auth, &self.store, self.settings.timeout)
+    }
+
+    /// Keeps `bytes`, whose digest `digest` was checked, in the cache.
+    pub(super) fn keep(&self, digest: &str, bytes: &[u8]) -> Result<(), PullError> {
         self.store
             .write(digest, bytes)
             .map_err(|err| PullError::refused(format!("cannot keep it in the cache: {err:#}")))
@@ -368,7 +375,7 @@ fn wasm_layer(manifest: &[u8], max_bytes: u64) -> Result<OciDescriptor, String> 
 }
 
 /// Tells an unreachable registry from one that refused.
-fn failure(what: &str, err: OciDistributionError) -> PullError {
+pub(super) fn failure(what: &str, err: OciDistributionError) -> PullError {
     match err {
         OciDistributionError::RequestError(err) if err.is_connect() || err.is_timeout() => {
             PullError::Unreachable(format!("{what}: {err}"))

@@ -27,7 +27,7 @@ pub(super) const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signatur
 
 /// The DER prefix of a P-256 public key's SubjectPublicKeyInfo, before its
 /// 65-byte uncompressed point.
-const P256_SPKI_PREFIX: [u8; 26] = [
+pub(super) const P256_SPKI_PREFIX: [u8; 26] = [
     0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a,
     0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
 ];
@@ -53,9 +53,14 @@ impl TrustedKeys {
         else {
             return false;
         };
+        self.verifies_bytes(payload, &signature)
+    }
+
+    /// Whether `signature` (DER) of `message` verifies with one of the keys.
+    pub(super) fn verifies_bytes(&self, message: &[u8], signature: &[u8]) -> bool {
         self.0.iter().any(|point| {
             UnparsedPublicKey::new(&ECDSA_P256_SHA256_ASN1, point)
-                .verify(payload, &signature)
+                .verify(message, signature)
                 .is_ok()
         })
     }

@@ -4,7 +4,9 @@
 //! `blobs/sha256/<hex>` holds a manifest or a component, written only after
 //! its digest was checked, and checked again whenever it is read.
 //! `signatures/sha256-<manifest hex>.sig` is the cosign signature manifest
-//! of a manifest. `served/sha256-<manifest hex>/NAME.wasm` is a component
+//! of a manifest. `referrers/sha256-<manifest hex>.json` lists the
+//! digests of the Sigstore bundles (blobs) attached to a manifest.
+//! `served/sha256-<manifest hex>/NAME.wasm` is a component
 //! staged for loading under its name, with its manifest `NAME.toml` beside
 //! it.
 
@@ -96,6 +98,34 @@ impl Store {
             self.dir
                 .join("signatures")
                 .join(format!("sha256-{hex}.sig")),
+        )
+    }
+
+    /// The digests of the Sigstore bundles kept for the manifest `digest`,
+    /// if its referrers were fetched. Each bundle is a blob, checked by
+    /// its digest when read.
+    pub(super) fn read_bundles(&self, digest: &str) -> Option<Vec<String>> {
+        let text = std::fs::read(self.bundles_path(digest)?).ok()?;
+        serde_json::from_slice(&text).ok()
+    }
+
+    /// Keeps the digests of the Sigstore bundles of the manifest `digest`.
+    pub(super) fn write_bundles(&self, digest: &str, bundles: &[String]) -> anyhow::Result<()> {
+        let path = self
+            .bundles_path(digest)
+            .context("a manifest's digest is not sha256")?;
+        let dir = self.dir.join("referrers");
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        write_atomically(&path, &serde_json::to_vec(bundles)?)
+    }
+
+    fn bundles_path(&self, digest: &str) -> Option<PathBuf> {
+        let hex = sha256_hex(digest)?;
+        Some(
+            self.dir
+                .join("referrers")
+                .join(format!("sha256-{hex}.json")),
         )
     }
 

@@ -1,0 +1,117 @@
+//! The Sigstore bundles attached to a component's manifest as OCI
+//! referrers: listed with the referrers API (`GET /v2/<repository>/
+//! referrers/<digest>`), or, where a registry has none (it answers 404),
+//! with the referrers tag schema (the image index at the tag
+//! `sha256-<hex>`). Each referrer manifest whose subject is the manifest
+//! and whose one layer is a bundle is pulled, its digest and the bundle's
+//! checked, and both kept in the pull cache with the list of bundles, so a
+//! component is verified again offline. A manifest found with no bundle
+//! is asked about again at the next start.
+
+use oci_client::Reference;
+use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciImageManifest};
+
+use super::bundle::BUNDLE_MEDIA_TYPE;
+use super::digest::sha256_of;
+use super::pull::{MAX_MANIFEST_BYTES, PullError, Puller, failure};
+use crate::units::format_size;
+
+impl Puller {
+    /// The Sigstore bundles of the manifest `digest` of `reference`: from
+    /// the cache if its referrers were fetched before, else from the
+    /// registry (then kept).
+    pub(super) async fn bundles(
+        &self,
+        reference: &Reference,
+        digest: &str,
+    ) -> Result<Vec<Vec<u8>>, PullError> {
+        let (_, _, store, timeout) = self.parts();
+        if let Some(digests) = store.read_bundles(digest) {
+            let kept: Option<Vec<Vec<u8>>> = digests
+                .iter()
+                .map(|bundle| store.read(bundle, MAX_MANIFEST_BYTES))
+                .collect();
+            if let Some(kept) = kept {
+                return Ok(kept);
+            }
+        }
+        tokio::time::timeout(timeout, self.pull_bundles(reference, digest))
+            .await
+            .unwrap_or_else(|_| {
+                Err(PullError::refused(format!(
+                    "pulling its Sigstore bundles took longer than --pull-timeout ({})",
+                    humantime::format_duration(timeout)
+                )))
+            })
+    }
+
+    async fn pull_bundles(
+        &self,
+        reference: &Reference,
+        digest: &str,
+    ) -> Result<Vec<Vec<u8>>, PullError> {
+        let (client, auth, store, _) = self.parts();
+        let subject = reference.clone_with_digest(digest.to_owned());
+        let index = client
+            .pull_referrers(&subject, Some(BUNDLE_MEDIA_TYPE))
+            .await
+            .map_err(|err| failure("its referrers could not be listed", err))?;
+        let mut bundles = Vec::new();
+        let mut digests = Vec::new();
+        for entry in &index.manifests {
+            if entry.media_type != OCI_IMAGE_MEDIA_TYPE
+                || !u64::try_from(entry.size).is_ok_and(|size| size <= MAX_MANIFEST_BYTES)
+            {
+                continue;
+            }
+            let by = reference.clone_with_digest(entry.digest.clone());
+            let (manifest, _) = client
+                .pull_manifest_raw(&by, auth, &[OCI_IMAGE_MEDIA_TYPE])
+                .await
+                .map_err(|err| failure("its referrer could not be pulled", err))?;
+            if sha256_of(&manifest) != entry.digest {
+                return Err(PullError::refused(format!(
+                    "its referrer {} does not have that digest (tampered or corrupted)",
+                    entry.digest
+                )));
+            }
+            let Ok(parsed) = serde_json::from_slice::<OciImageManifest>(&manifest) else {
+                continue;
+            };
+            let about_it = parsed
+                .subject
+                .as_ref()
+                .is_some_and(|subject| subject.digest == digest);
+            let [layer] = &parsed.layers[..] else {
+                continue;
+            };
+            if !about_it || layer.media_type != BUNDLE_MEDIA_TYPE {
+                continue;
+            }
+            if !u64::try_from(layer.size).is_ok_and(|size| size <= MAX_MANIFEST_BYTES) {
+                return Err(PullError::refused(format!(
+                    "its Sigstore bundle {} is larger than {}",
+                    layer.digest,
+                    format_size(MAX_MANIFEST_BYTES)
+                )));
+            }
+            let bundle = match store.read(&layer.digest, MAX_MANIFEST_BYTES) {
+                Some(bundle) => bundle,
+                None => {
+                    let bundle = self.pull_layer(&by, layer).await?;
+                    self.keep(&layer.digest, &bundle)?;
+                    bundle
+                }
+            };
+            digests.push(layer.digest.clone());
+            bundles.push(bundle);
+        }
+        // None is not kept: a bundle attached later is found at the next start.
+        if !digests.is_empty() {
+            store
+                .write_bundles(digest, &digests)
+                .map_err(|err| PullError::refused(format!("cannot keep its bundles: {err:#}")))?;
+        }
+        Ok(bundles)
+    }
+}
