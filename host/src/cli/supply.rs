@@ -48,6 +48,11 @@ pub struct SupplyOptions {
     /// cache at every start), unless its entry says `unsigned = true`.
     #[arg(long = "cosign-key", value_name = "FILE")]
     pub cosign_keys: Vec<PathBuf>,
+    /// How often `serve` resolves the tags of --components again; a moved tag's new digest is
+    /// pulled, checked like at start and reloaded (if it is refused, the old one keeps serving).
+    /// `off`: tags are resolved once, at start. Ignored with --lock, which wins.
+    #[arg(long, value_name = "DURATION", default_value = "off", value_parser = values::interval)]
+    pub tag_refresh: Duration,
 }
 
 impl SupplyOptions {
@@ -71,6 +76,7 @@ impl SupplyOptions {
                 basic_auth_file: self.registry_basic_auth_file,
             },
             cosign_keys: self.cosign_keys,
+            tag_refresh: (!self.tag_refresh.is_zero()).then_some(self.tag_refresh),
         })
     }
 }
