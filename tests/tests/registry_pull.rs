@@ -566,3 +566,97 @@ fn a_locked_keyless_component_is_verified_again_from_the_cache_with_the_registry
         "{stderr}"
     );
 }
+
+#[test]
+fn without_a_lock_a_moved_tag_is_reloaded_after_the_tag_refresh() {
+    let registry = OciRegistry::start();
+    let key = CosignKey::generate();
+    let first = registry.push_component("tools/moving", "stable", &wasm("hash"));
+    registry.push_signature("tools/moving", &first, &first, &key);
+    let reference = format!("{}/tools/moving:stable", registry.host());
+    let supply = Supply::new(&[("moving", reference.clone())]);
+    let public = supply.trust(&key);
+    let server = Airlock::new(&ToolsDir::new())
+        .args(supply.args(&supply.cache()))
+        .args(["--tag-refresh", "200ms", "--cosign-key"])
+        .arg(&public)
+        .start_http();
+    let client = server.client();
+    assert_eq!(client.tool_names(), ["sha256"]);
+
+    // Moved to an unsigned digest: refused, the old digest keeps serving.
+    let unsigned = registry.push_component("tools/moving", "stable", &wasm("report"));
+    airlock_e2e::wait_until("the refused digest to be reported", || {
+        let stderr = server.stderr();
+        line_with(
+            &stderr,
+            &["refused", "keeps serving", &reference, &first, &unsigned],
+        )
+        .map(|_| ())
+        .ok_or(stderr)
+    });
+    assert_eq!(client.tool_names(), ["sha256"], "the old digest serves");
+
+    // Moved to a signed digest: pulled, checked and reloaded.
+    let moved = registry.push_component("tools/moving", "stable", &wasm("summarize"));
+    registry.push_signature("tools/moving", &moved, &moved, &key);
+    airlock_e2e::wait_until("the moved tag to be served", || {
+        let names = client.tool_names();
+        if names == ["summarize"] {
+            Ok(())
+        } else {
+            Err(format!("{names:?}"))
+        }
+    });
+    let stderr = server.stderr();
+    assert!(
+        line_with(&stderr, &["the tag moved", &reference, &first, &moved]).is_some(),
+        "one line names the reference, the old and the new digest:\n{stderr}"
+    );
+}
+
+#[test]
+fn with_a_lock_tags_are_not_resolved_again() {
+    let registry = OciRegistry::start();
+    let first = registry.push_component("tools/moving", "stable", &wasm("hash"));
+    let supply = Supply::new(&[("moving", format!("{}/tools/moving:stable", registry.host()))]);
+    let (pulled, stderr) = supply.pull();
+    assert!(pulled, "airlock pull: {stderr}");
+    let locked = Airlock::new(&ToolsDir::new())
+        .args(supply.args(&supply.cache()))
+        .args(["--tag-refresh", "100ms", "--lock"])
+        .arg(supply.lock())
+        .start_http();
+    // The same start without the lock: once it serves the moved tag, the
+    // locked one has had its chance to move too.
+    let unlocked = Airlock::new(&ToolsDir::new())
+        .args(supply.args(&supply.cache()))
+        .args(["--tag-refresh", "100ms"])
+        .start_http();
+    let (locked_client, unlocked_client) = (locked.client(), unlocked.client());
+    assert_eq!(locked_client.tool_names(), ["sha256"]);
+    assert_eq!(unlocked_client.tool_names(), ["sha256"]);
+    locked.wait_for_log("--tag-refresh is ignored");
+
+    let moved = registry.push_component("tools/moving", "stable", &wasm("summarize"));
+    assert_ne!(moved, first);
+    airlock_e2e::wait_until("the unlocked server to serve the moved tag", || {
+        let names = unlocked_client.tool_names();
+        if names == ["summarize"] {
+            Ok(())
+        } else {
+            Err(format!("{names:?}"))
+        }
+    });
+    unlocked.wait_for_log("the tag moved");
+    assert_eq!(
+        locked_client.tool_names(),
+        ["sha256"],
+        "the locked digest serves"
+    );
+    let stderr = locked.stderr();
+    assert!(
+        line_with(&stderr, &["the tag moved"]).is_none(),
+        "the lock wins:\n{stderr}"
+    );
+}

@@ -64,6 +64,11 @@ pub struct SupplyOptions {
         requires = "sigstore_trusted_root"
     )]
     pub sigstore_identities: Vec<crate::supply::trust::Identity>,
+    /// How often `serve` resolves the tags of --components again; a moved tag's new digest is
+    /// pulled, checked like at start and reloaded (if it is refused, the old one keeps serving).
+    /// `off`: tags are resolved once, at start. Ignored with --lock, which wins.
+    #[arg(long, value_name = "DURATION", default_value = "off", value_parser = values::interval)]
+    pub tag_refresh: Duration,
 }
 
 impl SupplyOptions {
@@ -89,6 +94,7 @@ impl SupplyOptions {
             cosign_keys: self.cosign_keys,
             sigstore_trusted_root: self.sigstore_trusted_root,
             sigstore_identities: self.sigstore_identities,
+            tag_refresh: (!self.tag_refresh.is_zero()).then_some(self.tag_refresh),
         })
     }
 }

@@ -28,6 +28,7 @@ mod file_stamp;
 pub mod footprint;
 pub mod input_schema;
 pub mod listed_size;
+pub mod pulled_files;
 pub mod reload;
 pub mod skills;
 pub mod uri_template;
@@ -44,6 +45,7 @@ use tracing::warn;
 use self::cache::CompileCache;
 use self::component::{Component, ComponentStamp};
 use self::input_schema::{InputSchema, ViolationLimits};
+use self::pulled_files::PulledFiles;
 use self::reload::DirectoryStamp;
 use self::skills::{Skill, SkillFile};
 use self::uri_template::UriTemplate;
@@ -65,7 +67,7 @@ pub struct ToolSources {
     pub dir: PathBuf,
     /// The pulled components' files, in the order they are loaded after the
     /// directory's.
-    pub pulled: Vec<PathBuf>,
+    pub pulled: PulledFiles,
 }
 
 impl ToolSources {
@@ -73,7 +75,7 @@ impl ToolSources {
     /// pulled ones (blocking; fails if the directory cannot be read).
     pub(crate) fn files(&self) -> anyhow::Result<Vec<PathBuf>> {
         let mut files = wasm_files(&self.dir)?;
-        files.extend(self.pulled.iter().cloned());
+        files.extend(self.pulled.files());
         Ok(files)
     }
 }
@@ -82,7 +84,7 @@ impl From<&Path> for ToolSources {
     fn from(dir: &Path) -> ToolSources {
         ToolSources {
             dir: dir.to_owned(),
-            pulled: Vec::new(),
+            pulled: PulledFiles::default(),
         }
     }
 }

@@ -19,11 +19,13 @@ use crate::live::{self, LiveOptions};
 use crate::policy::ProtectedPaths;
 use crate::protocol::{AccessSettings, ProtocolSettings, Server};
 use crate::quotas::{Quotas, RateLimit};
+use crate::registry::pulled_files::PulledFiles;
 use crate::registry::{Registry, ToolSources};
 use crate::sandbox::SandboxSettings;
 use crate::sealing::{
     InMemoryRedemptions, KeyRing, RedemptionStore, RedisRedemptions, StateLimits, StateSealer,
 };
+use crate::supply::Staged;
 use crate::tasks::{EmbeddedStore, MemoryStore, RedisStore, TaskSettings, TaskStore, Tasks};
 use crate::telemetry::{self, TraceSettings};
 use crate::transport::http::ConnectionLimits;
@@ -330,12 +332,13 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     };
     let runtime = config.sandbox.start(protected_paths(&config))?;
     raise_open_file_limit(runtime.limits());
+    let staged = match &config.supply {
+        Some(supply) => Some(crate::supply::stage(supply).await?),
+        None => None,
+    };
     let sources = ToolSources {
         dir: config.tools.clone(),
-        pulled: match &config.supply {
-            Some(supply) => crate::supply::stage(supply).await?,
-            None => Vec::new(),
-        },
+        pulled: PulledFiles::new(staged.as_ref().map(Staged::files).unwrap_or_default()),
     };
     if config.check {
         let registry = Registry::load(&runtime, &sources, config.cache_dir.as_deref()).await?;
@@ -394,7 +397,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         server.clone(),
         runtime.clone(),
         LiveOptions {
-            tools: sources,
+            tools: sources.clone(),
             cache_dir: config.cache_dir.clone(),
             reload_every: config.reload_every,
             relist_every: config.relist_every,
@@ -402,6 +405,18 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         loaded,
     );
     let _stop_loading = AbortOnDrop(loading.abort_handle());
+    let _stop_tag_refresh = match (&config.supply, staged) {
+        (Some(supply), Some(staged)) => {
+            if supply.tag_refresh.is_some() && config.reload_every.is_none() {
+                anyhow::bail!(
+                    "--tag-refresh reloads a moved component the way the tools directory's reloads do: it needs --reload-interval (not `off`)"
+                );
+            }
+            crate::supply::refresh::spawn(supply, staged, sources.pulled.clone())?
+                .map(|refresh| AbortOnDrop(refresh.abort_handle()))
+        }
+        _ => None,
+    };
     let legacy = Arc::new(Legacy::new(server.clone(), config.bridge.clone()));
     let sessions = Sessions::new(config.max_sessions, config.session_idle_timeout)
         .with_max_per_principal(config.max_sessions_per_principal);

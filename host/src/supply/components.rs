@@ -85,13 +85,14 @@ impl Components {
                     })?;
                     Manifest::parse(&text, &file)
                         .map_err(|why| anyhow::anyhow!("[{name}] {why}"))?;
-                    Some(text)
+                    let table: toml::Table = toml::from_str(&text)?;
+                    Some(anchored(table, file.parent().unwrap_or(base))?)
                 }
                 Some(ManifestSource::Inline(table)) => {
                     let text = toml::to_string(&table)?;
                     Manifest::parse(&text, path)
                         .map_err(|why| anyhow::anyhow!("[{name}.manifest] {why}"))?;
-                    Some(text)
+                    Some(anchored(table, base)?)
                 }
             };
             components.push(Wanted {
@@ -108,6 +109,25 @@ impl Components {
     pub fn iter(&self) -> impl Iterator<Item = &Wanted> {
         self.0.iter()
     }
+}
+
+/// The text of the manifest `table`, its relative `[[dirs]] host` paths
+/// made absolute from `base`: the manifest is staged in the pull cache, but
+/// its paths mean what they say where it was written (beside the
+/// components file, or its own file).
+fn anchored(mut table: toml::Table, base: &Path) -> anyhow::Result<String> {
+    let base =
+        std::path::absolute(base).with_context(|| format!("cannot resolve {}", base.display()))?;
+    let grants = table.get_mut("dirs").and_then(toml::Value::as_array_mut);
+    for grant in grants.into_iter().flatten() {
+        let host = grant.get_mut("host");
+        if let Some(toml::Value::String(host)) = host
+            && Path::new(host.as_str()).is_relative()
+        {
+            *host = base.join(host.as_str()).display().to_string();
+        }
+    }
+    Ok(toml::to_string(&table)?)
 }
 
 /// A name is a file name: letters, digits, `-` and `_`.
@@ -151,6 +171,46 @@ mod tests {
         let inline = components.iter().nth(1).unwrap();
         assert!(inline.manifest.as_deref().unwrap().contains("1s"));
         assert!(components.iter().nth(2).unwrap().manifest.is_none());
+    }
+
+    #[test]
+    fn relative_grant_paths_resolve_where_the_manifest_was_written() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("manifests")).unwrap();
+        std::fs::write(
+            dir.path().join("manifests/echo.toml"),
+            "[[dirs]]\nhost = \"data\"\nguest = \"/data\"\n[[dirs]]\nhost = \"/srv/x\"\nguest = \"/x\"\n",
+        )
+        .unwrap();
+        let path = dir.path().join("components.toml");
+        let text = r#"
+            [echo]
+            reference = "127.0.0.1:5000/tools/echo:1"
+            manifest = "manifests/echo.toml"
+            [inline]
+            reference = "127.0.0.1:5000/tools/inline:2"
+            [[inline.manifest.dirs]]
+            host = "notes"
+            guest = "/notes"
+        "#;
+        let components = Components::parse(text, &path).unwrap();
+        let host = |name: &str| {
+            let wanted = components.iter().find(|w| w.name == name).unwrap();
+            let manifest = Manifest::parse(wanted.manifest.as_deref().unwrap(), &path).unwrap();
+            manifest
+                .dirs
+                .into_iter()
+                .map(|d| d.host)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            host("echo"),
+            [
+                dir.path().join("manifests").join("data"),
+                std::path::PathBuf::from("/srv/x")
+            ]
+        );
+        assert_eq!(host("inline"), [dir.path().join("notes")]);
     }
 
     #[test]

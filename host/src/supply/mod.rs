@@ -23,7 +23,8 @@
 //! `airlock pull` resolves every reference and writes a lock of digests
 //! ([`lock`]); a server started with the lock serves exactly those digests,
 //! and takes them from the cache without asking the registry when the cache
-//! holds them.
+//! holds them. Without a lock, tags may be resolved again while the server
+//! runs (`--tag-refresh`, [`refresh`]).
 
 mod bundle;
 mod certificate;
@@ -32,6 +33,7 @@ mod digest;
 pub mod lock;
 mod pull;
 mod referrers;
+pub mod refresh;
 pub mod signature;
 mod store;
 pub mod trust;
@@ -88,6 +90,9 @@ pub struct SupplySettings {
     pub sigstore_trusted_root: Option<PathBuf>,
     /// The identities trusted to sign keyless.
     pub sigstore_identities: Vec<Identity>,
+    /// How often tags are resolved again while serving (without a lock);
+    /// `None`: once, at start.
+    pub tag_refresh: Option<Duration>,
 }
 
 impl SupplySettings {
@@ -170,15 +175,41 @@ async fn verify(
     }
 }
 
+/// The components staged at start: what [`refresh`] looks at again.
+#[derive(Debug)]
+pub struct Staged {
+    components: Components,
+    served: Vec<Served>,
+}
+
+/// One staged component: the entry it was pulled for, at which digest, and
+/// its staged file.
+#[derive(Debug)]
+struct Served {
+    wanted: Wanted,
+    digest: String,
+    file: PathBuf,
+}
+
+impl Staged {
+    /// The staged component files, in the components file's order.
+    pub fn files(&self) -> Vec<PathBuf> {
+        self.served
+            .iter()
+            .map(|served| served.file.clone())
+            .collect()
+    }
+}
+
 /// Pulls (or takes from the cache) every component of the components file
-/// and stages it for loading; returns the staged component files.
+/// and stages it for loading.
 ///
 /// A component whose pull is refused (wrong layout, digest mismatch, too
 /// large, not found) is skipped with one `warn!` line naming its reference,
 /// digest and the reason. Fails if the files cannot be read, if a component
 /// is missing from the lock, or if a registry cannot be reached for a
 /// component the cache does not hold.
-pub async fn stage(settings: &SupplySettings) -> anyhow::Result<Vec<PathBuf>> {
+pub async fn stage(settings: &SupplySettings) -> anyhow::Result<Staged> {
     let components = Components::read(&settings.components)?;
     let lock = match &settings.lock {
         Some(path) => Some(Lock::read(path)?),
@@ -187,7 +218,7 @@ pub async fn stage(settings: &SupplySettings) -> anyhow::Result<Vec<PathBuf>> {
     let trust = settings.trust()?;
     let store = Store::open(&settings.cache_dir)?;
     let puller = Puller::new(&settings.registry, &components, store.clone())?;
-    let mut staged = Vec::new();
+    let mut served = Vec::new();
     for wanted in components.iter() {
         let pinned = match &lock {
             Some(lock) => Some(lock.digest_of(wanted)?),
@@ -200,7 +231,11 @@ pub async fn stage(settings: &SupplySettings) -> anyhow::Result<Vec<PathBuf>> {
                 } else {
                     info!(reference = %wanted.reference, digest = %pulled.digest, "component pulled");
                 }
-                staged.push(store.stage(wanted, &pulled)?);
+                served.push(Served {
+                    wanted: wanted.clone(),
+                    file: store.stage(wanted, &pulled)?,
+                    digest: pulled.digest,
+                });
             }
             Err(PullError::Refused { digest, reason }) => {
                 let digest = digest
@@ -217,7 +252,7 @@ pub async fn stage(settings: &SupplySettings) -> anyhow::Result<Vec<PathBuf>> {
             ),
         }
     }
-    Ok(staged)
+    Ok(Staged { components, served })
 }
 
 /// `airlock pull`: resolves every reference of the components file, pulls

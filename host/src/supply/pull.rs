@@ -132,6 +132,25 @@ impl Puller {
             })
     }
 
+    /// The manifest digest `reference`'s tag points to now, as the
+    /// registry says (a `HEAD` request: nothing is pulled). Only compared
+    /// with the digest served; what is then pulled is checked like any pull.
+    pub(super) async fn resolve(&self, reference: &Reference) -> Result<String, PullError> {
+        let timeout = self.settings.timeout;
+        tokio::time::timeout(
+            timeout,
+            self.client.fetch_manifest_digest(reference, &self.auth),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(OciDistributionError::GenericError(Some(format!(
+                "no answer within --pull-timeout ({})",
+                humantime::format_duration(timeout)
+            ))))
+        })
+        .map_err(|err| failure("its tag could not be resolved", err))
+    }
+
     fn cached(&self, digest: &str) -> Option<Pulled> {
         let manifest = self.store.read(digest, MAX_MANIFEST_BYTES)?;
         let layer = wasm_layer(&manifest, self.settings.max_bytes).ok()?;
