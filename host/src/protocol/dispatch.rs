@@ -296,6 +296,17 @@ impl Server {
         })
     }
 
+    /// `ttlMs` of `server/discover`, the lists and skills: 0 until the first
+    /// load is done, so that a client does not keep the lists of a server
+    /// still loading its components (a changed list is also announced).
+    pub fn list_ttl_ms(&self) -> u64 {
+        if *self.loaded.borrow() {
+            self.settings.list_ttl_ms
+        } else {
+            0
+        }
+    }
+
     /// [`Server::capabilities`] as `server/discover` says them: with the
     /// extensions of the 2026-07-28 wire, for what is loaded now.
     pub fn discovered_capabilities(&self) -> Value {
@@ -484,13 +495,13 @@ impl Server {
                 Kind::Resource,
                 gate,
             ),
-            Method::SkillsGet => skills::get(request, catalog, gate, self.settings.list_ttl_ms),
+            Method::SkillsGet => skills::get(request, catalog, gate, self.list_ttl_ms()),
             Method::ResourcesDirectoryRead => skills::directory_read(
                 request,
                 catalog,
                 gate,
                 self.settings.page_size,
-                self.settings.list_ttl_ms,
+                self.list_ttl_ms(),
             ),
             Method::CompletionComplete => {
                 completion::complete(&self.runtime, request, catalog).await
@@ -579,7 +590,7 @@ impl Server {
         gate: Gate<'_>,
     ) -> Result<Answer, RpcError> {
         let (page, scope) = gate.list(pages, kind, request.params.get("cursor"))?;
-        Ok(Answer::complete(&ListResult { field, page }).cached(self.settings.list_ttl_ms, scope))
+        Ok(Answer::complete(&ListResult { field, page }).cached(self.list_ttl_ms(), scope))
     }
 
     /// `server/discover`: the versions and capabilities of this server.
@@ -597,7 +608,7 @@ impl Server {
             capabilities: self.discovered_capabilities(),
             instructions: self.settings.instructions.as_deref(),
         };
-        Answer::complete(&discover).cached(self.settings.list_ttl_ms, "public")
+        Answer::complete(&discover).cached(self.list_ttl_ms(), "public")
     }
 }
 

@@ -10,7 +10,7 @@
 //! token is asked (only the `Host` allow-list applies), `Access-Control-
 //! Allow-Origin: *` lets a browser read it, and it never depends on the
 //! caller. It is cached like `server/discover` (`max-age` is the lists'
-//! `ttlMs`), with a strong `ETag` over its bytes: `If-None-Match` with the
+//! `ttlMs`, 0 while the first load runs), with a strong `ETag` over its bytes: `If-None-Match` with the
 //! current tag gets 304.
 
 use std::sync::Arc;
@@ -129,7 +129,7 @@ impl ServerCard {
         let body = self.document();
         let digest = ring::digest::digest(&ring::digest::SHA256, &body);
         let etag = format!("\"{}\"", crate::hex::encode(&digest.as_ref()[..16]));
-        let max_age = self.server.settings().list_ttl_ms / 1000;
+        let max_age = self.server.list_ttl_ms() / 1000;
         let mut response = if matches_tag(headers, &etag) {
             StatusCode::NOT_MODIFIED.into_response()
         } else {
