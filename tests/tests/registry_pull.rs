@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use airlock_e2e::oci_registry::{CosignKey, OciRegistry, WASM_LAYER};
 use airlock_e2e::paths::component;
 use airlock_e2e::sigstore::{TestSigstore, sign_with_key};
-use airlock_e2e::{Airlock, McpClient, ToolsDir, run_airlock};
+use airlock_e2e::{Airlock, HttpServer, McpClient, ToolsDir, run_airlock};
 
 /// The bytes of the built component `name`.
 fn wasm(name: &str) -> Vec<u8> {
@@ -85,6 +85,17 @@ impl Supply {
         ]
     }
 
+    /// Serves the locked components from the test's cache, with `options`
+    /// besides (the signers it trusts, a tag refresh).
+    fn serve_locked<S: AsRef<std::ffi::OsStr>>(&self, options: &[S]) -> HttpServer {
+        Airlock::new(&ToolsDir::new())
+            .args(self.args(&self.cache()))
+            .arg("--lock")
+            .arg(self.lock())
+            .args(options)
+            .start_http()
+    }
+
     /// Runs `airlock pull` into the test's cache; returns its status and stderr.
     fn pull(&self) -> (bool, String) {
         self.pull_with(&[])
@@ -118,6 +129,15 @@ fn assert_each_skipped_with_its_reason(stderr: &str, refused: &[(&str, &str, &st
             "one line names {reference}, its digest and `{reason}`:\n{stderr}"
         );
     }
+}
+
+/// Asserts that `stderr` says, loudly, that the opted-out component
+/// `tools/dev:1` (at `digest`) is served unchecked.
+fn assert_opt_out_logged(stderr: &str, digest: &str) {
+    assert!(
+        line_with(stderr, &["SIGNATURE NOT CHECKED", "tools/dev:1", digest]).is_some(),
+        "the opt-out is logged loudly:\n{stderr}"
+    );
 }
 
 #[test]
@@ -248,11 +268,7 @@ fn a_lock_pins_the_digest_while_the_tag_moves() {
 
     let moved = registry.push_component("tools/moving", "stable", &wasm("summarize"));
     assert_ne!(moved, first);
-    let locked = Airlock::new(&ToolsDir::new())
-        .args(supply.args(&supply.cache()))
-        .arg("--lock")
-        .arg(supply.lock())
-        .start_http();
+    let locked = supply.serve_locked::<&str>(&[]);
     assert_eq!(
         locked.client().tool_names(),
         ["sha256"],
@@ -278,11 +294,7 @@ fn registry_down_at_start_serves_a_warm_cache_and_refuses_a_cold_one() {
     assert!(pulled, "airlock pull: {stderr}");
     registry.stop();
 
-    let warm = Airlock::new(&ToolsDir::new())
-        .args(supply.args(&supply.cache()))
-        .arg("--lock")
-        .arg(supply.lock())
-        .start_http();
+    let warm = supply.serve_locked::<&str>(&[]);
     airlock_e2e::flows::sha256(&warm.client());
     let stderr = warm.stderr();
     assert!(
@@ -359,14 +371,7 @@ fn signatures_are_checked_before_load_and_each_refusal_says_why() {
             ),
         ],
     );
-    assert!(
-        line_with(
-            &stderr,
-            &["SIGNATURE NOT CHECKED", "tools/dev:1", &opted_out]
-        )
-        .is_some(),
-        "the opt-out is logged loudly:\n{stderr}"
-    );
+    assert_opt_out_logged(&stderr, &opted_out);
 }
 
 #[test]
@@ -380,13 +385,7 @@ fn a_locked_signed_component_is_verified_again_from_the_cache_with_the_registry_
     let (pulled, stderr) = supply.pull_with(&["--cosign-key", public.to_str().unwrap()]);
     assert!(pulled, "airlock pull: {stderr}");
     registry.stop();
-    let server = Airlock::new(&ToolsDir::new())
-        .args(supply.args(&supply.cache()))
-        .arg("--lock")
-        .arg(supply.lock())
-        .arg("--cosign-key")
-        .arg(&public)
-        .start_http();
+    let server = supply.serve_locked(&[Path::new("--cosign-key"), &public]);
     airlock_e2e::flows::sha256(&server.client());
     let stderr = server.stderr();
     assert!(
@@ -396,13 +395,7 @@ fn a_locked_signed_component_is_verified_again_from_the_cache_with_the_registry_
     // Another key: the cached signature does not verify, so nothing loads.
     let stranger = supply.dir.path().join("stranger.pub");
     std::fs::write(&stranger, CosignKey::generate().public_pem()).unwrap();
-    let refused = Airlock::new(&ToolsDir::new())
-        .args(supply.args(&supply.cache()))
-        .arg("--lock")
-        .arg(supply.lock())
-        .arg("--cosign-key")
-        .arg(&stranger)
-        .start_http();
+    let refused = supply.serve_locked(&[Path::new("--cosign-key"), &stranger]);
     let stderr = refused.stderr();
     assert!(
         line_with(
@@ -513,14 +506,7 @@ fn sigstore_bundles_are_verified_before_load_and_each_refusal_says_why() {
             ("tools/missing:1", missing.as_str(), "it is unsigned"),
         ],
     );
-    assert!(
-        line_with(
-            &stderr,
-            &["SIGNATURE NOT CHECKED", "tools/dev:1", &opted_out]
-        )
-        .is_some(),
-        "the opt-out is logged loudly:\n{stderr}"
-    );
+    assert_opt_out_logged(&stderr, &opted_out);
 }
 
 #[test]
@@ -540,12 +526,7 @@ fn a_locked_keyless_component_is_verified_again_from_the_cache_with_the_registry
     let (pulled, stderr) = supply.pull_with(&trusted);
     assert!(pulled, "airlock pull: {stderr}");
     registry.stop();
-    let server = Airlock::new(&ToolsDir::new())
-        .args(supply.args(&supply.cache()))
-        .arg("--lock")
-        .arg(supply.lock())
-        .args(&trusted)
-        .start_http();
+    let server = supply.serve_locked(&trusted);
     airlock_e2e::flows::sha256(&server.client());
     let stderr = server.stderr();
     assert!(
@@ -554,12 +535,7 @@ fn a_locked_keyless_component_is_verified_again_from_the_cache_with_the_registry
     );
     // Another trusted root: the cached bundle does not chain to it.
     let stranger = Supply::new(&[]);
-    let refused = Airlock::new(&ToolsDir::new())
-        .args(supply.args(&supply.cache()))
-        .arg("--lock")
-        .arg(supply.lock())
-        .args(stranger.trust_keyless(&sigstore.other_authority()))
-        .start_http();
+    let refused = supply.serve_locked(&stranger.trust_keyless(&sigstore.other_authority()));
     let stderr = refused.stderr();
     assert!(
         line_with(&stderr, &["skipping component", &digest, "does not chain"]).is_some(),
@@ -622,11 +598,7 @@ fn with_a_lock_tags_are_not_resolved_again() {
     let supply = Supply::new(&[("moving", format!("{}/tools/moving:stable", registry.host()))]);
     let (pulled, stderr) = supply.pull();
     assert!(pulled, "airlock pull: {stderr}");
-    let locked = Airlock::new(&ToolsDir::new())
-        .args(supply.args(&supply.cache()))
-        .args(["--tag-refresh", "100ms", "--lock"])
-        .arg(supply.lock())
-        .start_http();
+    let locked = supply.serve_locked(&["--tag-refresh", "100ms"]);
     // The same start without the lock: once it serves the moved tag, the
     // locked one has had its chance to move too.
     let unlocked = Airlock::new(&ToolsDir::new())
