@@ -3,6 +3,7 @@
 //! checked against its digest and bounded in size and time.
 
 use std::net::IpAddr;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use futures_util::StreamExt as _;
@@ -121,15 +122,7 @@ impl Puller {
         {
             return Ok(pulled);
         }
-        let timeout = self.settings.timeout;
-        tokio::time::timeout(timeout, self.pulled(reference, pinned))
-            .await
-            .unwrap_or_else(|_| {
-                Err(PullError::refused(format!(
-                    "pulling it took longer than --pull-timeout ({})",
-                    humantime::format_duration(timeout)
-                )))
-            })
+        within_pull_timeout(self.settings.timeout, "it", self.pulled(reference, pinned)).await
     }
 
     /// The manifest digest `reference`'s tag points to now, as the
@@ -265,15 +258,12 @@ impl Puller {
         reference: &Reference,
         digest: &str,
     ) -> Result<Vec<(Vec<u8>, String)>, PullError> {
-        let timeout = self.settings.timeout;
-        tokio::time::timeout(timeout, self.signature_layers(reference, digest))
-            .await
-            .unwrap_or_else(|_| {
-                Err(PullError::refused(format!(
-                    "pulling its signature took longer than --pull-timeout ({})",
-                    humantime::format_duration(timeout)
-                )))
-            })
+        within_pull_timeout(
+            self.settings.timeout,
+            "its signature",
+            self.signature_layers(reference, digest),
+        )
+        .await
     }
 
     async fn signature_layers(
@@ -431,6 +421,23 @@ fn is_loopback(registry: &str) -> bool {
     };
     let host = host.trim_start_matches('[').trim_end_matches(']');
     host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// `work`, refused if it takes longer than `timeout` (`--pull-timeout`),
+/// the refusal saying what was being pulled (`what`).
+pub(super) async fn within_pull_timeout<T>(
+    timeout: Duration,
+    what: &str,
+    work: impl Future<Output = Result<T, PullError>>,
+) -> Result<T, PullError> {
+    tokio::time::timeout(timeout, work)
+        .await
+        .unwrap_or_else(|_| {
+            Err(PullError::refused(format!(
+                "pulling {what} took longer than --pull-timeout ({})",
+                humantime::format_duration(timeout)
+            )))
+        })
 }
 
 #[cfg(test)]

@@ -13,8 +13,11 @@ use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciImageManifest};
 
 use super::bundle::BUNDLE_MEDIA_TYPE;
 use super::digest::sha256_of;
-use super::pull::{MAX_MANIFEST_BYTES, PullError, Puller, failure};
+use super::pull::{MAX_MANIFEST_BYTES, PullError, Puller, failure, within_pull_timeout};
 use crate::units::format_size;
+
+/// Most referrers of one manifest looked at for its Sigstore bundles.
+const MAX_REFERRERS: usize = 16;
 
 impl Puller {
     /// The Sigstore bundles of the manifest `digest` of `reference`: from
@@ -35,14 +38,12 @@ impl Puller {
                 return Ok(kept);
             }
         }
-        tokio::time::timeout(timeout, self.pull_bundles(reference, digest))
-            .await
-            .unwrap_or_else(|_| {
-                Err(PullError::refused(format!(
-                    "pulling its Sigstore bundles took longer than --pull-timeout ({})",
-                    humantime::format_duration(timeout)
-                )))
-            })
+        within_pull_timeout(
+            timeout,
+            "its Sigstore bundles",
+            self.pull_bundles(reference, digest),
+        )
+        .await
     }
 
     async fn pull_bundles(
@@ -58,7 +59,9 @@ impl Puller {
             .map_err(|err| failure("its referrers could not be listed", err))?;
         let mut bundles = Vec::new();
         let mut digests = Vec::new();
-        for entry in &index.manifests {
+        // A component has one or two bundles; a registry listing more is
+        // not followed further than MAX_REFERRERS entries.
+        for entry in index.manifests.iter().take(MAX_REFERRERS) {
             if entry.media_type != OCI_IMAGE_MEDIA_TYPE
                 || !u64::try_from(entry.size).is_ok_and(|size| size <= MAX_MANIFEST_BYTES)
             {
