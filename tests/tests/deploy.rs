@@ -9,7 +9,7 @@
 //!
 //! Then the manifests as they are applied: the default and each overlay
 //! rendered with `kubectl kustomize` and every object validated against the
-//! Kubernetes API schemas (`kubernetes-validate --strict`; the
+//! Kubernetes API schemas (`scripts/kubernetes-validate --strict`; the
 //! ServiceMonitor, a CRD with no schema there, is checked field by field),
 //! and what the rendering must do: a change of `airlock.toml` renames the
 //! ConfigMap the pods mount (so it rolls them), the metrics port is the one
@@ -18,7 +18,7 @@
 //! No YAML parser is in the workspace's tree, so the source manifests are read
 //! by lines and indentation (enough for their plain block style; each lookup
 //! fails loudly when it finds nothing), and rendered ones are turned into JSON
-//! by Python's `yaml` (which `kubernetes-validate` installs).
+//! by the Python of that script's venv (`yaml` comes with kubernetes-validate).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -728,6 +728,16 @@ fn run(program: &str, args: &[&str], input: Option<&str>, install: &str) -> Stri
     stdout
 }
 
+/// The repository's `scripts/kubernetes-validate`, which runs the schemas'
+/// validator (or, with `--python`, the Python that has PyYAML) from a venv it
+/// installs on first use.
+fn kubernetes_validate() -> String {
+    workspace_root()
+        .join("scripts/kubernetes-validate")
+        .to_string_lossy()
+        .into_owned()
+}
+
 /// `kubectl kustomize` of `overlay` (a directory of the tree).
 fn render(tree: &Path, overlay: &str) -> String {
     let dir = tree.join(overlay);
@@ -744,10 +754,10 @@ fn objects(yaml: &str) -> Vec<Value> {
     const TO_JSON: &str = "import json, sys, yaml\n\
         json.dump([o for o in yaml.safe_load_all(sys.stdin) if o], sys.stdout)";
     let json = run(
-        "python3",
-        &["-c", TO_JSON],
+        &kubernetes_validate(),
+        &["--python", "-c", TO_JSON],
         Some(yaml),
-        "pip install kubernetes-validate (it brings PyYAML); scripts/test does",
+        "scripts/kubernetes-validate installs PyYAML with kubernetes-validate",
     );
     serde_json::from_str(&json).expect("JSON from python")
 }
@@ -807,10 +817,10 @@ fn the_default_and_each_overlay_validate_against_the_kubernetes_schemas() {
         let file = tree.path().join("rendered.yaml");
         std::fs::write(&file, &yaml).expect("write the rendering");
         let report = run(
-            "kubernetes-validate",
+            &kubernetes_validate(),
             &["--strict", &file.to_string_lossy()],
             None,
-            "pip install kubernetes-validate; scripts/test does",
+            "scripts/kubernetes-validate installs it on first use",
         );
         let kinds: BTreeSet<String> = objects(&yaml)
             .iter()
