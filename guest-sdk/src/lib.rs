@@ -209,6 +209,7 @@
 #![warn(missing_docs)]
 
 #[doc(hidden)]
+pub mod apps;
 pub mod bindings;
 mod builders;
 mod call;
