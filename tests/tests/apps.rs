@@ -1,7 +1,7 @@
 //! MCP Apps (`io.modelcontextprotocol/ui`) against the real binary: the
 //! `chart` sample's tools name their App in `_meta.ui` and its `ui://`
 //! resource is listed and read with the App MIME type and its own `_meta.ui`,
-//! on the 2026-07-28 wire and in a 2025 session; the extension is declared
+//! on the 2026-07-28 wire and in a 2025 session, beside its skill; the extension is declared
 //! only while an App is served; a `_meta` that is not an object, or too
 //! large, is refused like any other bad output (the `app-meta` test guest,
 //! stamped with other listed `_meta`);
@@ -113,8 +113,23 @@ fn large_meta(bytes: usize) -> String {
 
 #[test]
 fn the_chart_app_is_on_the_wire_of_both_revisions() {
-    let server = Airlock::new(&ToolsDir::with(&["chart", "hash"])).start_http();
+    let tools = ToolsDir::with(&["chart", "hash"]);
+    // The sample's skill, shipped beside it as scripts/serve-samples does.
+    tools.add_bytes(
+        "chart.skills/charting-numbers/SKILL.md",
+        include_bytes!("../../sample-tools/chart/chart.skills/charting-numbers/SKILL.md"),
+    );
+    let server = Airlock::new(&tools).start_http();
     let client = server.client();
+    let skills = complete(&client.rpc("skills/list", json!({}), no_caps()))["skills"].clone();
+    let skills = skills.as_array().expect("skills");
+    let skill = item(skills, "uri", "skill://charting-numbers/SKILL.md");
+    assert!(
+        skill["frontmatter"]["description"]
+            .as_str()
+            .is_some_and(|d| d.contains("chart_numbers")),
+        "{skill}"
+    );
     let read = client.rpc("resources/read", json!({"uri": CHART_APP}), no_caps());
     assert_chart_on_the_wire(
         &client.list_all("tools/list", "tools"),
