@@ -38,8 +38,8 @@ pub mod prompts {
         path: "wit",
         world: "prompt-provider",
         with: {
-            "airlock:mcp/types@0.1.0": crate::bindings::tools::airlock::mcp::types,
-            "airlock:mcp/host@0.1.0": crate::bindings::tools::airlock::mcp::host,
+            "airlock:mcp/types@0.2.0": crate::bindings::tools::airlock::mcp::types,
+            "airlock:mcp/host@0.2.0": crate::bindings::tools::airlock::mcp::host,
         },
         pub_export_macro: true,
         export_macro_name: "__export_prompts",
@@ -54,8 +54,8 @@ pub mod resources {
         path: "wit",
         world: "resource-provider",
         with: {
-            "airlock:mcp/types@0.1.0": crate::bindings::tools::airlock::mcp::types,
-            "airlock:mcp/host@0.1.0": crate::bindings::tools::airlock::mcp::host,
+            "airlock:mcp/types@0.2.0": crate::bindings::tools::airlock::mcp::types,
+            "airlock:mcp/host@0.2.0": crate::bindings::tools::airlock::mcp::host,
         },
         pub_export_macro: true,
         export_macro_name: "__export_resources",
@@ -71,7 +71,7 @@ pub mod completions {
         world: "completion-provider",
         // `completions` uses no shared type.
         with: {
-            "airlock:mcp/host@0.1.0": crate::bindings::tools::airlock::mcp::host,
+            "airlock:mcp/host@0.2.0": crate::bindings::tools::airlock::mcp::host,
         },
         pub_export_macro: true,
         export_macro_name: "__export_completions",

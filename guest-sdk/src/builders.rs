@@ -5,7 +5,7 @@
 //! works too.
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::types::{
     Annotations, CallResult, ClientCapabilities, ContentBlock, ElicitationRequest,
@@ -258,6 +258,7 @@ impl EmbeddedResource {
                 uri,
                 mime_type: None,
                 body,
+                meta: None,
             },
             annotations: None,
         }
@@ -288,6 +289,7 @@ impl Tool {
             output_schema: None,
             annotations: None,
             task_support: TaskSupport::Never,
+            meta: None,
         }
     }
 
@@ -384,6 +386,13 @@ impl Tool {
     /// clients that cannot (error -32021) before the tool runs.
     pub fn task_support(mut self, support: TaskSupport) -> Self {
         self.task_support = support;
+        self
+    }
+
+    /// Sets its `_meta`, a JSON object sent as it is; replaces any set
+    /// before.
+    pub fn meta(mut self, meta: Map<String, Value>) -> Self {
+        self.meta = Some(Value::Object(meta).to_string());
         self
     }
 

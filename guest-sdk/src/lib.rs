@@ -208,6 +208,7 @@
 
 #![warn(missing_docs)]
 
+pub mod apps;
 #[doc(hidden)]
 pub mod bindings;
 mod builders;

@@ -3,6 +3,8 @@
 use serde::de::DeserializeOwned;
 
 use crate::inputs::rounds;
+use serde_json::{Map, Value};
+
 use crate::types::{
     ContentBlock, EmbeddedResource, InputRequired, Prompt, PromptArgument, PromptMessage,
     PromptOutcome, PromptResult, ResourceContents, ResourceLink, Role, Round,
@@ -92,6 +94,7 @@ impl Prompt {
             title: None,
             description: description.into(),
             arguments: Vec::new(),
+            meta: None,
         }
     }
 
@@ -122,6 +125,13 @@ impl Prompt {
     /// Adds an argument built with [`PromptArgument::new`].
     pub fn with_argument(mut self, argument: PromptArgument) -> Self {
         self.arguments.push(argument);
+        self
+    }
+
+    /// Sets its `_meta`, a JSON object sent as it is; replaces any set
+    /// before.
+    pub fn meta(mut self, meta: Map<String, Value>) -> Self {
+        self.meta = Some(Value::Object(meta).to_string());
         self
     }
 }

@@ -2,6 +2,8 @@
 
 use crate::Inputs;
 use crate::inputs::rounds;
+use serde_json::{Map, Value};
+
 use crate::types::{
     Annotations, EmbeddedResource, InputRequired, ReadOutcome, Resource, ResourceBody,
     ResourceContents, ResourceTemplate, Round, TemplateMatch,
@@ -97,6 +99,7 @@ impl Resource {
             mime_type: None,
             size: None,
             annotations: None,
+            meta: None,
         }
     }
 
@@ -129,6 +132,13 @@ impl Resource {
         self.annotations = Some(annotations);
         self
     }
+
+    /// Sets its `_meta`, a JSON object sent as it is; replaces any set
+    /// before.
+    pub fn meta(mut self, meta: Map<String, Value>) -> Self {
+        self.meta = Some(Value::Object(meta).to_string());
+        self
+    }
 }
 
 impl ResourceTemplate {
@@ -143,6 +153,7 @@ impl ResourceTemplate {
             description: None,
             mime_type: None,
             annotations: None,
+            meta: None,
         }
     }
 
@@ -169,6 +180,13 @@ impl ResourceTemplate {
         self.annotations = Some(annotations);
         self
     }
+
+    /// Sets its `_meta`, a JSON object sent as it is; replaces any set
+    /// before.
+    pub fn meta(mut self, meta: Map<String, Value>) -> Self {
+        self.meta = Some(Value::Object(meta).to_string());
+        self
+    }
 }
 
 impl ResourceContents {
@@ -178,6 +196,7 @@ impl ResourceContents {
             uri: uri.into(),
             mime_type: None,
             body: ResourceBody::Text(text.into()),
+            meta: None,
         }
     }
 
@@ -188,12 +207,20 @@ impl ResourceContents {
             uri: uri.into(),
             mime_type: None,
             body: ResourceBody::Blob(data),
+            meta: None,
         }
     }
 
     /// Sets the MIME type.
     pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
         self.mime_type = Some(mime_type.into());
+        self
+    }
+
+    /// Sets its `_meta`, a JSON object sent as it is; replaces any set
+    /// before.
+    pub fn meta(mut self, meta: Map<String, Value>) -> Self {
+        self.meta = Some(Value::Object(meta).to_string());
         self
     }
 

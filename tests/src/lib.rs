@@ -26,6 +26,7 @@ pub mod sdk_clients;
 pub mod server;
 pub mod sigstore;
 pub mod sse;
+pub mod stamp;
 pub mod stdio;
 pub mod wait;
 

@@ -39,6 +39,39 @@ fn wrong_world_and_garbage_are_skipped_and_named() {
     airlock_e2e::flows::sha256(&server.client());
 }
 
+/// A component that imports `interface` as an (empty) instance and does
+/// nothing else: the smallest component built against some version of the
+/// tool contract.
+fn component_importing(interface: &str) -> Vec<u8> {
+    let name = interface.as_bytes();
+    let mut bytes = COMPONENT_HEADER.to_vec();
+    // Type section: one instance type without declarations.
+    bytes.extend_from_slice(&[0x07, 3, 1, 0x42, 0]);
+    // Import section: `interface`, an instance of that type.
+    let size = u8::try_from(name.len() + 5).expect("a short name");
+    bytes.extend_from_slice(&[0x0a, size, 1, 0x00, name.len() as u8]);
+    bytes.extend_from_slice(name);
+    bytes.extend_from_slice(&[0x05, 0]);
+    bytes
+}
+
+#[test]
+fn a_component_built_against_an_older_contract_is_refused_with_what_to_do() {
+    let tools = ToolsDir::with(&["hash"]);
+    tools.add_bytes("old.wasm", &component_importing("airlock:mcp/host@0.1.0"));
+    let server = Airlock::new(&tools).start_http();
+    let stderr = server.stderr();
+    let lines = lines_naming(&stderr, "old.wasm");
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.contains("built against airlock:mcp@0.1.0")
+                && line.contains("rebuild it with the SDK of this version")),
+        "a log line should name the file, its contract version and the fix:\n{stderr}"
+    );
+    assert_eq!(server.client().tool_names(), ["sha256"]);
+}
+
 #[test]
 fn a_component_with_a_malformed_prompt_is_skipped_and_named() {
     // bad-prompt lists a good tool and a prompt with an empty description:

@@ -30,7 +30,7 @@ def resource_contents(uri: str, body: str | bytes, mime_type: str | None = None)
         wire_body: wit.ResourceBody = wit.ResourceBody_Text(body)
     else:
         wire_body = wit.ResourceBody_Blob(bytes(body))
-    return wit.ResourceContents(uri=uri, mime_type=mime_type, body=wire_body)
+    return wit.ResourceContents(uri=uri, mime_type=mime_type, body=wire_body, meta=None)
 
 
 class Result:

@@ -98,6 +98,7 @@ def prompt(
                 )
                 for arg in arguments or []
             ],
+            meta=None,
         )
         _PROMPTS[prompt_name] = (listing, handler)
         return handler

@@ -67,6 +67,7 @@ def resource(
             mime_type=mime_type,
             size=size,
             annotations=None,
+            meta=None,
         )
         _RESOURCES[uri] = (listing, reader)
         return reader
@@ -95,6 +96,7 @@ def template(
             description=description,
             mime_type=mime_type,
             annotations=None,
+            meta=None,
         )
         _TEMPLATES[uri_template] = (listing, reader)
         return reader

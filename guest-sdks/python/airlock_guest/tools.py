@@ -133,6 +133,7 @@ def tool(
             output_schema=None if output_schema is None else to_json(output_schema),
             annotations=annotations,
             task_support=task_support,
+            meta=None,
         )
         _TOOLS[tool_name] = Registered(listing, handler)
         return handler

@@ -487,6 +487,7 @@ mod tests {
                 idempotent_hint: Some(false),
                 open_world_hint: Some(false),
             }),
+            meta: Some(r#"{ "ui" : { "resourceUri" : "ui://x" } }"#.to_owned()),
             task_support: wit::TaskSupport::Optional,
         };
         let listed = encode(&wire::tool(&tool).unwrap()).unwrap();
@@ -507,6 +508,7 @@ mod tests {
                     required: false,
                 })
                 .collect(),
+            meta: Some(r#"{"k":1}"#.to_owned()),
         };
         let listed = encode(&wire::prompt(&prompt)).unwrap();
         assert!(
@@ -522,6 +524,7 @@ mod tests {
             mime_type: Some(escaped(2)),
             size: Some(u64::MAX),
             annotations: Some(annotations.clone()),
+            meta: Some(r#"{"k":1}"#.to_owned()),
         };
         let listed = encode(&wire::resource(&resource)).unwrap();
         assert!(
@@ -536,6 +539,7 @@ mod tests {
             description: Some(escaped(7)),
             mime_type: Some(escaped(2)),
             annotations: Some(annotations),
+            meta: Some(r#"{"k":1}"#.to_owned()),
         };
         let listed = encode(&wire::resource_template(&template)).unwrap();
         assert!(

@@ -16,6 +16,7 @@ use tokio::sync::{broadcast, watch};
 
 use super::access::{AccessSettings, Gate, ListView};
 use super::answer::{Answer, Reply};
+use super::apps;
 use super::catalog::{self, Catalog, ListResult, Pages};
 use super::completion;
 use super::context::{Notifier, ProtocolSettings, RequestContext, Services};
@@ -317,6 +318,9 @@ impl Server {
         }
         if !self.registry().skills().is_empty() {
             extensions.insert(skills::EXTENSION.to_owned(), skills::declared());
+        }
+        if apps::served(&self.registry()) {
+            extensions.insert(apps::EXTENSION.to_owned(), apps::declared());
         }
         if !extensions.is_empty() {
             capabilities["extensions"] = Value::Object(extensions);

@@ -5,6 +5,7 @@
 
 mod access;
 pub mod answer;
+pub mod apps;
 mod catalog;
 mod completion;
 mod context;

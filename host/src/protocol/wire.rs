@@ -45,6 +45,30 @@ fn json_object<'a>(text: &'a str, what: &str) -> Result<&'a RawValue, GuestValue
     }
 }
 
+/// A guest's `meta` text, serialized verbatim as `_meta` once it is checked
+/// to be a JSON object; anything else fails the encoding, so an item or
+/// result carrying it is refused like any other invalid outcome.
+pub struct Meta<'a>(&'a str);
+
+impl<'a> Meta<'a> {
+    fn of(meta: &'a Option<String>) -> Option<Meta<'a>> {
+        meta.as_deref().map(Meta)
+    }
+}
+
+impl Serialize for Meta<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        check_meta(self.0)
+            .map_err(serde::ser::Error::custom)?
+            .serialize(serializer)
+    }
+}
+
+/// Checks a guest's `meta` text: it must be a JSON object.
+pub fn check_meta(meta: &str) -> Result<&RawValue, GuestValueError> {
+    json_object(meta, "_meta")
+}
+
 /// Bytes serialized as standard Base64 text.
 pub struct Base64<'a>(&'a [u8]);
 
@@ -122,6 +146,8 @@ pub struct ResourceContents<'a> {
     text: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     blob: Option<Base64<'a>>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<Meta<'a>>,
 }
 
 /// A `ReadResourceResult`'s own members.
@@ -144,6 +170,7 @@ pub fn file_contents<'a>(
         mime_type: Some(mime_type),
         text,
         blob: text.is_none().then_some(Base64(bytes)),
+        meta: None,
     }
 }
 
@@ -158,6 +185,7 @@ pub fn resource_contents(c: &wit::ResourceContents) -> ResourceContents<'_> {
         mime_type: c.mime_type.as_deref(),
         text,
         blob,
+        meta: Meta::of(&c.meta),
     }
 }
 
@@ -331,6 +359,8 @@ pub struct Tool<'a> {
     output_schema: Option<&'a RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
     annotations: Option<ToolAnnotations<'a>>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<Meta<'a>>,
 }
 
 #[derive(Serialize)]
@@ -367,6 +397,7 @@ pub fn tool(tool: &wit::Tool) -> Result<Tool<'_>, GuestValueError> {
             idempotent_hint: a.idempotent_hint,
             open_world_hint: a.open_world_hint,
         }),
+        meta: Meta::of(&tool.meta),
     })
 }
 
@@ -380,6 +411,8 @@ pub struct Prompt<'a> {
     description: &'a str,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     arguments: Vec<PromptArgument<'a>>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<Meta<'a>>,
 }
 
 #[derive(Serialize)]
@@ -409,6 +442,7 @@ pub fn prompt(prompt: &wit_prompts::Prompt) -> Prompt<'_> {
                 required: a.required,
             })
             .collect(),
+        meta: Meta::of(&prompt.meta),
     }
 }
 
@@ -458,6 +492,8 @@ pub struct Resource<'a> {
     size: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     annotations: Option<Annotations<'a>>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<Meta<'a>>,
 }
 
 /// Converts a resource description.
@@ -470,6 +506,7 @@ pub fn resource(r: &wit_resources::Resource) -> Resource<'_> {
         mime_type: r.mime_type.as_deref(),
         size: r.size,
         annotations: annotations(&r.annotations),
+        meta: Meta::of(&r.meta),
     }
 }
 
@@ -487,6 +524,8 @@ pub struct ResourceTemplate<'a> {
     mime_type: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     annotations: Option<Annotations<'a>>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<Meta<'a>>,
 }
 
 /// Converts a resource template description.
@@ -498,6 +537,7 @@ pub fn resource_template(t: &wit_resources::ResourceTemplate) -> ResourceTemplat
         description: t.description.as_deref(),
         mime_type: t.mime_type.as_deref(),
         annotations: annotations(&t.annotations),
+        meta: Meta::of(&t.meta),
     }
 }
 
@@ -942,6 +982,10 @@ fn parse_content_block(block: &Value) -> Result<wit::ContentBlock, String> {
                         .and_then(Value::as_str)
                         .map(str::to_owned),
                     body,
+                    meta: resource
+                        .get("_meta")
+                        .filter(|meta| meta.is_object())
+                        .map(Value::to_string),
                 },
                 annotations: None,
             })
@@ -1040,6 +1084,7 @@ mod tests {
                     uri: "test://r".into(),
                     mime_type: Some("text/plain".into()),
                     body: wit::ResourceBody::Text("t".into()),
+                    meta: None,
                 },
                 annotations: None,
             }),
@@ -1053,6 +1098,26 @@ mod tests {
                 json!({"type": "resource", "resource": {"uri": "test://r", "mimeType": "text/plain", "text": "t"}}),
             ]
         );
+    }
+
+    #[test]
+    fn resource_contents_carry_meta_only_as_an_object() {
+        let contents = |meta: &str| wit::ResourceContents {
+            uri: "ui://app".into(),
+            mime_type: Some("text/html;profile=mcp-app".into()),
+            body: wit::ResourceBody::Text("<p>".into()),
+            meta: Some(meta.into()),
+        };
+        let good = contents(r#"{"ui":{"prefersBorder":true}}"#);
+        assert_eq!(
+            to_json(&resource_contents(&good)),
+            json!({"uri": "ui://app", "mimeType": "text/html;profile=mcp-app", "text": "<p>",
+                "_meta": {"ui": {"prefersBorder": true}}})
+        );
+        for bad in ["[]", "1", "{oops"] {
+            let err = serde_json::to_string(&resource_contents(&contents(bad))).unwrap_err();
+            assert!(err.to_string().contains("_meta"), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -83,6 +83,7 @@ impl Component {
             .map_err(|err| format!("loading it failed unexpectedly: {err}"))??
         };
         let policy = Arc::new(policy);
+        runtime.check_contract(&code)?;
         let pre = runtime
             .instance_pre(&code, &policy)
             .map_err(|err| format!("it needs imports Airlock does not provide: {}", chain(&err)))?;

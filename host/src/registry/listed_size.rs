@@ -5,7 +5,7 @@
 //!
 //! The measure is an upper bound of the item's encoding on the wire: every
 //! text it carries as a JSON string (quotes and escapes counted), its
-//! schemas as given (they are sent verbatim), and a fixed allowance for
+//! schemas and `_meta` as given (they are sent verbatim), and a fixed allowance for
 //! the members' names, punctuation, numbers and flags. The catalog, which
 //! encodes the items, checks that the bound holds for items that carry
 //! every member.
@@ -31,6 +31,7 @@ pub fn tool(tool: &wit::Tool) -> usize {
             .annotations
             .as_ref()
             .map_or(0, |annotations| optional(annotations.title.as_deref()))
+        + meta(tool.meta.as_deref())
 }
 
 /// The bytes of a prompt as listed, at most.
@@ -50,6 +51,7 @@ pub fn prompt(prompt: &wit_prompts::Prompt) -> usize {
         + optional(prompt.title.as_deref())
         + string(&prompt.description)
         + arguments
+        + meta(prompt.meta.as_deref())
 }
 
 /// The bytes of a resource as listed, at most.
@@ -61,6 +63,7 @@ pub fn resource(resource: &wit_resources::Resource) -> usize {
         + optional(resource.description.as_deref())
         + optional(resource.mime_type.as_deref())
         + annotations(resource.annotations.as_ref())
+        + meta(resource.meta.as_deref())
 }
 
 /// The bytes of a resource template as listed, at most.
@@ -72,12 +75,18 @@ pub fn template(template: &wit_resources::ResourceTemplate) -> usize {
         + optional(template.description.as_deref())
         + optional(template.mime_type.as_deref())
         + annotations(template.annotations.as_ref())
+        + meta(template.meta.as_deref())
 }
 
 /// The texts of annotations (the rest is in the frame: the wire names each
 /// role of the audience at most once).
 fn annotations(annotations: Option<&wit::Annotations>) -> usize {
     annotations.map_or(0, |a| optional(a.last_modified.as_deref()))
+}
+
+/// The bytes of a `_meta` object, sent verbatim.
+fn meta(meta: Option<&str>) -> usize {
+    meta.map_or(0, str::len)
 }
 
 fn optional(text: Option<&str>) -> usize {

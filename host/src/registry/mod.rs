@@ -863,6 +863,7 @@ mod tests {
             output_schema: None,
             annotations: None,
             task_support: wit::TaskSupport::Never,
+            meta: None,
         };
         let listing = |tools| crate::runtime::Listing {
             tools,

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::listed_size;
 use super::uri_template::UriTemplate;
+use crate::protocol::wire;
 use crate::runtime::{Listing, RuntimeLimits, wit, wit_prompts, wit_resources};
 use crate::units::format_size;
 
@@ -75,7 +76,40 @@ pub(crate) fn validate_listing(listing: &Listing, limits: &ListingLimits) -> Res
     validate_prompts(&listing.prompts)?;
     validate_resources(&listing.resources)?;
     validate_templates(&listing.templates)?;
+    validate_metas(listing)?;
     validate_sizes(listing, limits)
+}
+
+/// Checks the `meta` of every item one component lists: each must be a
+/// JSON object (it is sent as the item's `_meta`).
+fn validate_metas(listing: &Listing) -> Result<(), String> {
+    let metas = (listing.tools.iter())
+        .map(|t| ("tool", t.name.as_str(), t.meta.as_deref()))
+        .chain(
+            listing
+                .prompts
+                .iter()
+                .map(|p| ("prompt", p.name.as_str(), p.meta.as_deref())),
+        )
+        .chain(
+            listing
+                .resources
+                .iter()
+                .map(|r| ("resource", r.uri.as_str(), r.meta.as_deref())),
+        )
+        .chain(listing.templates.iter().map(|t| {
+            (
+                "resource template",
+                t.uri_template.as_str(),
+                t.meta.as_deref(),
+            )
+        }));
+    for (what, key, meta) in metas {
+        if let Some(meta) = meta {
+            wire::check_meta(meta).map_err(|why| format!("{what} `{key}`: {why}"))?;
+        }
+    }
+    Ok(())
 }
 
 /// Checks the sizes of what one component lists: each tool's schemas, each
@@ -314,6 +348,7 @@ mod tests {
             output_schema: None,
             annotations: None,
             task_support: wit::TaskSupport::Never,
+            meta: None,
         }
     }
 
@@ -388,6 +423,7 @@ mod tests {
             title: None,
             description: "a prompt".into(),
             arguments: vec![],
+            meta: None,
         }
     }
 
@@ -400,6 +436,7 @@ mod tests {
             mime_type: None,
             size: None,
             annotations: None,
+            meta: None,
         }
     }
 
@@ -411,7 +448,72 @@ mod tests {
             description: None,
             mime_type: None,
             annotations: None,
+            meta: None,
         }
+    }
+
+    #[test]
+    fn every_listed_meta_must_be_a_json_object() {
+        let meta = |text: &str| Some(text.to_owned());
+        for bad in ["[1]", "\"ui\"", "{oops"] {
+            let listings = [
+                Listing {
+                    tools: vec![wit::Tool {
+                        meta: meta(bad),
+                        ..tool("t")
+                    }],
+                    ..Listing::default()
+                },
+                Listing {
+                    prompts: vec![wit_prompts::Prompt {
+                        meta: meta(bad),
+                        ..prompt("p")
+                    }],
+                    ..Listing::default()
+                },
+                Listing {
+                    resources: vec![wit_resources::Resource {
+                        meta: meta(bad),
+                        ..resource("ui://r")
+                    }],
+                    ..Listing::default()
+                },
+                Listing {
+                    templates: vec![wit_resources::ResourceTemplate {
+                        meta: meta(bad),
+                        ..template("ui://{x}")
+                    }],
+                    ..Listing::default()
+                },
+            ];
+            for listing in listings {
+                let err = validate_listing(&listing, &limits()).unwrap_err();
+                assert!(err.contains("_meta"), "{bad}: {err}");
+            }
+        }
+        let good = Listing {
+            tools: vec![wit::Tool {
+                meta: meta(r#"{"ui":{"resourceUri":"ui://r"}}"#),
+                ..tool("t")
+            }],
+            ..Listing::default()
+        };
+        assert_eq!(validate_listing(&good, &limits()), Ok(()));
+    }
+
+    #[test]
+    fn a_large_meta_counts_against_the_page_limit() {
+        let limits = limits();
+        let big = format!(r#"{{"k":"{}"}}"#, "x".repeat(limits.max_page_bytes));
+        let listing = Listing {
+            tools: vec![wit::Tool {
+                meta: Some(big),
+                ..tool("t")
+            }],
+            ..Listing::default()
+        };
+        let err = validate_listing(&listing, &limits).unwrap_err();
+        assert!(err.contains("--max-output"), "{err}");
     }
 
     #[test]

@@ -172,7 +172,7 @@ impl CheckedComponent {
 }
 
 /// The exported interfaces, as the generated bindings name them.
-const TOOLS_INTERFACE: &str = "airlock:mcp/tools@0.1.0";
-const PROMPTS_INTERFACE: &str = "airlock:mcp/prompts@0.1.0";
-const RESOURCES_INTERFACE: &str = "airlock:mcp/resources@0.1.0";
-const COMPLETIONS_INTERFACE: &str = "airlock:mcp/completions@0.1.0";
+const TOOLS_INTERFACE: &str = "airlock:mcp/tools@0.2.0";
+const PROMPTS_INTERFACE: &str = "airlock:mcp/prompts@0.2.0";
+const RESOURCES_INTERFACE: &str = "airlock:mcp/resources@0.2.0";
+const COMPLETIONS_INTERFACE: &str = "airlock:mcp/completions@0.2.0";

@@ -38,6 +38,7 @@
 pub mod bindings;
 mod call;
 mod checked;
+pub(crate) mod contract;
 mod deadline;
 mod denied;
 pub mod engine;
@@ -306,6 +307,15 @@ impl Runtime {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take()
+    }
+
+    /// Refuses `component` if it was built against another version of the
+    /// tool contract (see [`contract`]).
+    pub(crate) fn check_contract(
+        &self,
+        component: &wasmtime::component::Component,
+    ) -> Result<(), String> {
+        contract::check(component, &self.engine)
     }
 
     /// Links `component` for calls under `policy`: with `wasi:http` if the

@@ -1,7 +1,7 @@
 // Writing to the host's log (and to the client, when it asked for log
 // messages on this request), reporting progress, and reporting changes.
 
-import * as host from "airlock:mcp/host@0.1.0";
+import * as host from "airlock:mcp/host@0.2.0";
 
 /** Logs at each level: `log.info("...")`. */
 export const log = {
