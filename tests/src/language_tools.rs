@@ -456,3 +456,91 @@ pub mod notes {
         }
     }
 }
+
+/// The flow of the bar-chart sample (`py_bar_chart`, `js_bar_chart`): a
+/// tool with an MCP App, a tool only the App may call, and the App's HTML,
+/// each carrying its `_meta.ui` over the wire, and a skill the component
+/// serves, the same in every language.
+pub mod apps {
+    use super::*;
+
+    /// The App's resource.
+    const APP: &str = "ui://bar-chart/app.html";
+    /// The App MIME type.
+    const APP_MIME_TYPE: &str = "text/html;profile=mcp-app";
+
+    /// The extension declared; the tools naming their App; the App's HTML
+    /// listed and read with its MIME type and presentation; the tool's
+    /// text fallback beside its structured bars; the served skill.
+    pub fn bar_chart(client: &dyn McpClient) {
+        let discovered = client.rpc("server/discover", json!({}), no_caps());
+        assert_eq!(
+            complete(&discovered)["capabilities"]["extensions"]["io.modelcontextprotocol/ui"],
+            json!({ "mimeTypes": [APP_MIME_TYPE] }),
+            "{discovered}"
+        );
+
+        let tools = client.list_all("tools/list", "tools");
+        let tool = |name: &str| {
+            tools
+                .iter()
+                .find(|tool| tool["name"] == name)
+                .unwrap_or_else(|| panic!("no tool {name} in {tools:?}"))
+        };
+        assert_eq!(
+            tool("bar_chart")["_meta"],
+            json!({ "ui": { "resourceUri": APP } }),
+            "{tools:?}"
+        );
+        assert_eq!(
+            tool("sort_bars")["_meta"],
+            json!({ "ui": { "resourceUri": APP, "visibility": ["app"] } }),
+            "{tools:?}"
+        );
+
+        let ui =
+            json!({ "ui": { "permissions": { "clipboardWrite": {} }, "prefersBorder": true } });
+        let resources = client.list_all("resources/list", "resources");
+        let listed = resources
+            .iter()
+            .find(|resource| resource["uri"] == APP)
+            .unwrap_or_else(|| panic!("no App in {resources:?}"));
+        assert_eq!(listed["mimeType"], APP_MIME_TYPE, "{resources:?}");
+        assert_eq!(listed["_meta"], ui, "{resources:?}");
+        let read = client.rpc("resources/read", json!({ "uri": APP }), no_caps());
+        let parts = &complete(&read)["contents"];
+        assert_eq!(parts.as_array().map(Vec::len), Some(1), "one part: {read}");
+        assert_eq!(parts[0]["mimeType"], APP_MIME_TYPE, "{read}");
+        assert_eq!(parts[0]["_meta"], ui, "{read}");
+        let html = parts[0]["text"].as_str().unwrap_or_default();
+        assert!(html.starts_with("<!doctype html>"), "{read}");
+
+        let call = ToolCall::new("bar_chart", json!({ "values": { "a": 1, "b": 3 } }));
+        let response = client.call(&call);
+        let result = complete(&response);
+        assert!(!is_error(result), "{response}");
+        assert_eq!(text(result), "a: 1 (25%)\nb: 3 (75%)", "{response}");
+        assert_eq!(
+            result["structuredContent"]["bars"],
+            json!([
+                { "label": "a", "value": 1, "share": 0.25 },
+                { "label": "b", "value": 3, "share": 0.75 }
+            ]),
+            "{response}"
+        );
+
+        let skills = client.rpc("skills/list", json!({}), no_caps());
+        let served = &complete(&skills)["skills"];
+        assert_eq!(served.as_array().map(Vec::len), Some(1), "{skills}");
+        assert_eq!(served[0]["uri"], "skill://bar-chart/SKILL.md", "{skills}");
+        assert_eq!(served[0]["resources"], "dynamic", "{skills}");
+        assert_eq!(
+            served[0]["frontmatter"],
+            json!({
+                "name": "bar-chart",
+                "description": "How to show labelled numbers as a bar chart with the bar_chart tool",
+            }),
+            "{skills}"
+        );
+    }
+}

@@ -5,14 +5,16 @@
 //! titles shown carried in the sealed state) to completion over HTTP and
 //! stdio, proof that no module-level state survives from one round to the
 //! next, and the resources, prompt (with a question) and completions of
-//! `js_notes`, which behave exactly as Python's `py_notes`. The servers
-//! share a cache of compiled components (see `airlock_e2e::language_tools`).
+//! `js_notes`, which behave exactly as Python's `py_notes`, and the MCP App
+//! (its `_meta.ui` on the wire) and served skill of `js_bar_chart`, as
+//! Python's `py_bar_chart`. The servers share a cache of compiled components (see
+//! `airlock_e2e::language_tools`).
 
 use airlock_e2e::flows::{assert_form, drive};
 use std::time::{Duration, Instant};
 
 use airlock_e2e::language_tools::{
-    COMPILE_TIMEOUT, JAVASCRIPT, assert_answer_ends_in_error, assert_error_result,
+    COMPILE_TIMEOUT, JAVASCRIPT, apps, assert_answer_ends_in_error, assert_error_result,
     assert_retries_run_fresh, notes, sha256,
 };
 use airlock_e2e::mcp::{complete, elicit, input_request_keys, is_error, text};
@@ -25,6 +27,8 @@ const HASH: &str = "js_hash";
 const CLEAR_DONE: &str = "js_clear_done";
 /// The prompts, resources and completions sample's component.
 const NOTES: &str = "js_notes";
+/// The MCP App sample's component.
+const BAR_CHART: &str = "js_bar_chart";
 
 /// `airlock inspect` tells an operator what the component needs: its size,
 /// its initial memory (the interpreter's heap snapshot) and compile time.
@@ -111,6 +115,7 @@ language_over_both_transports! {
     notes_prompt_with_every_argument: NOTES => notes::prompt_direct;
     notes_prompt_refuses_an_unknown_note: NOTES => notes::prompt_unknown_note;
     notes_completes_ids: NOTES => notes::completes;
+    bar_chart_app_and_skill_on_the_wire: BAR_CHART => apps::bar_chart;
 }
 
 /// `tools/list` shows what `tool(...)` declared.

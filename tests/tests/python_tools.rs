@@ -3,13 +3,14 @@
 //! by the real binary: the plain `sha256` and the multi-round `column_stats`
 //! flows to completion over HTTP and stdio, proof that no module-level state
 //! survives from one round to the next, and the resources, prompt (with a
-//! question) and completions of `py_notes`. The servers share a cache of
-//! compiled components (see `airlock_e2e::language_tools`).
+//! question) and completions of `py_notes`, and the MCP App (its `_meta.ui`
+//! on the wire) and served skill of `py_bar_chart`. The servers share a cache
+//! of compiled components (see `airlock_e2e::language_tools`).
 
 use airlock_e2e::flows::{assert_form, drive};
 use airlock_e2e::language_tools::{
-    PYTHON, assert_answer_ends_in_error, assert_error_result, assert_retries_run_fresh, notes,
-    sha256,
+    PYTHON, apps, assert_answer_ends_in_error, assert_error_result, assert_retries_run_fresh,
+    notes, sha256,
 };
 use airlock_e2e::mcp::{complete, elicit, input_request_keys, input_required, is_error, text};
 use airlock_e2e::{McpClient, ToolCall, language_over_both_transports, no_caps};
@@ -21,6 +22,8 @@ const HASH: &str = "py_hash";
 const COLUMN_STATS: &str = "py_column_stats";
 /// The prompts, resources and completions sample's component.
 const NOTES: &str = "py_notes";
+/// The MCP App sample's component.
+const BAR_CHART: &str = "py_bar_chart";
 
 /// A table with two numeric columns (`pop`, with an empty cell, and `area`).
 const TABLE: &str = "city,pop,area\nAlpha,10,2.5\nBeta,20,3\nGamma,,4\n";
@@ -48,6 +51,7 @@ language_over_both_transports! {
     notes_prompt_with_every_argument: NOTES => notes::prompt_direct;
     notes_prompt_refuses_an_unknown_note: NOTES => notes::prompt_unknown_note;
     notes_completes_ids: NOTES => notes::completes;
+    bar_chart_app_and_skill_on_the_wire: BAR_CHART => apps::bar_chart;
 }
 
 /// `tools/list` shows what the decorator declared.

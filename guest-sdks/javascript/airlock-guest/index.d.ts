@@ -4,7 +4,7 @@
 /** Any JSON value. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-/** A JSON object (tool arguments, form answers). */
+/** A JSON object (tool arguments, form answers, an item's `_meta`). */
 export type JsonObject = { [key: string]: Json };
 
 // ---------------------------------------------------------------- results
@@ -32,8 +32,8 @@ export class Result {
     name: string,
     options?: { title?: string; description?: string; mimeType?: string; size?: number },
   ): this;
-  /** An embedded resource: text for a string, a blob for bytes. */
-  withResource(uri: string, body: string | ArrayLike<number>, mimeType?: string): this;
+  /** An embedded resource: text for a string, a blob for bytes; `meta` is its `_meta`. */
+  withResource(uri: string, body: string | ArrayLike<number>, mimeType?: string, meta?: JsonObject): this;
   /** Structured content (checked against the tool's `outputSchema` by clients). */
   withStructured(value: Json): this;
 }
@@ -187,6 +187,12 @@ export interface ToolSpec {
   openWorld?: boolean;
   /** Whether calls may run as tasks (default `"never"`). */
   taskSupport?: "never" | "optional" | "required";
+  /** The `ui://` resource of the MCP App that renders its results (`_meta.ui.resourceUri`). */
+  app?: string;
+  /** Who may call it (`_meta.ui.visibility`); both when unset. */
+  visibility?: Visibility[];
+  /** Any other `_meta`. */
+  meta?: JsonObject;
 }
 
 /** Declares a tool; returns `handler`. */
@@ -246,6 +252,8 @@ export interface PromptSpec {
   /** What the prompt is for. */
   description: string;
   arguments?: { name: string; title?: string; description?: string; required?: boolean }[];
+  /** Its `_meta`. */
+  meta?: JsonObject;
 }
 
 /** Declares a prompt; returns `handler`. */
@@ -264,10 +272,17 @@ export interface ResourceContents {
   uri: string;
   mimeType: string | undefined;
   body: unknown;
+  /** Its `_meta`, as JSON text. */
+  meta: string | undefined;
 }
 
-/** One part of a read's result: text for a string, a blob for bytes. */
-export function contents(uri: string, body: string | ArrayLike<number>, mimeType?: string): ResourceContents;
+/** One part of a read's result: text for a string, a blob for bytes; `meta` is its `_meta`. */
+export function contents(
+  uri: string,
+  body: string | ArrayLike<number>,
+  mimeType?: string,
+  meta?: JsonObject,
+): ResourceContents;
 
 /** One read of a resource. */
 export interface ResourceRead extends Inputs {
@@ -284,20 +299,72 @@ export interface ResourceRead extends Inputs {
  */
 export type ReadOutcome = string | Uint8Array | ResourceContents[] | InputRequired | undefined | null;
 
+/** How a fixed resource is listed. */
+export interface ResourceSpec {
+  uri: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+  size?: number;
+  /** Its `_meta` as listed. */
+  meta?: JsonObject;
+  /** The `_meta` of the contents made of a string or bytes the reader returns. */
+  readMeta?: JsonObject;
+}
+
 /** Declares the reader of one fixed resource; returns `reader`. */
-export function resource<R extends (read: ResourceRead) => ReadOutcome>(
-  spec: { uri: string; name: string; title?: string; description?: string; mimeType?: string; size?: number },
-  reader: R,
-): R;
+export function resource<R extends (read: ResourceRead) => ReadOutcome>(spec: ResourceSpec, reader: R): R;
 
 /** Declares the reader of every URI matching `spec.uriTemplate` (RFC 6570 `{var}`, `{+var}`). */
 export function template<R extends (read: ResourceRead) => ReadOutcome>(
-  spec: { uriTemplate: string; name: string; title?: string; description?: string; mimeType?: string },
+  spec: { uriTemplate: string; name: string; title?: string; description?: string; mimeType?: string; meta?: JsonObject },
   reader: R,
 ): R;
 
 /** The component's `resources` export: re-export it from the app. */
 export const resources: object;
+
+// ---------------------------------------------------------------- apps
+
+/** The MIME type of an MCP App's HTML (`text/html;profile=mcp-app`). */
+export const APP_MIME_TYPE: string;
+
+/** Who may call a tool that has an App: the model, or the App through its host. */
+export type Visibility = "model" | "app";
+
+/** How a client should present an App: its resource's `_meta.ui`. */
+export interface AppUi {
+  /** The origins the App may reach; none unless listed. */
+  csp?: {
+    /** Origins for `fetch`, XHR and WebSocket. */
+    connectDomains?: string[];
+    /** Origins for scripts, styles, images, fonts and media. */
+    resourceDomains?: string[];
+    /** Origins for nested frames. */
+    frameDomains?: string[];
+    /** Origins allowed as the document's base URI. */
+    baseUriDomains?: string[];
+  };
+  /** The browser permissions the App asks for. */
+  permissions?: { camera?: boolean; microphone?: boolean; geolocation?: boolean; clipboardWrite?: boolean };
+  /** A dedicated origin for the App, if the client supports one. */
+  domain?: string;
+  /** Whether the App prefers the client to draw a border around it. */
+  prefersBorder?: boolean;
+}
+
+/**
+ * Declares the reader of an App's HTML at `spec.uri` (a `ui://` URI): listed, and
+ * read when it returns a string, with the App MIME type and `spec.ui` as `_meta.ui`.
+ */
+export function appResource<R extends (read: ResourceRead) => ReadOutcome>(
+  spec: { uri: string; name: string; title?: string; description?: string; ui?: AppUi; meta?: JsonObject },
+  reader: R,
+): R;
+
+/** An App's HTML as one part of a read's result, with the App MIME type and `ui` as `_meta.ui`. */
+export function appContents(uri: string, html: string, ui?: AppUi, meta?: JsonObject): ResourceContents;
 
 // ---------------------------------------------------------------- completions
 

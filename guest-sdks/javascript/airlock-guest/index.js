@@ -19,5 +19,6 @@ export { Inputs } from "./src/inputs.js";
 export { Call, ContinueAsTask, Failed, ToolError, tool, tools } from "./src/tools.js";
 export { log, progress, notify } from "./src/log.js";
 export { InvalidArguments, PromptResult, prompt, prompts } from "./src/prompts.js";
-export { contents, resource, template, resources } from "./src/resources.js";
+export { appContents, appResource, contents, resource, template, resources } from "./src/resources.js";
+export { APP_MIME_TYPE } from "./src/apps.js";
 export { Completion, MAX_VALUES, completer, completions } from "./src/completions.js";

@@ -67,11 +67,12 @@ test("js_notes: the readme, and notes by id (only the notebook's own)", () => {
       mimeType: "text/plain",
       size: undefined,
       annotations: undefined,
+      meta: undefined,
     },
   ]);
   const readme = "A notebook of 3 notes; read one at notes://note/{id}.";
   assert.deepEqual(read("notes://readme").val, [
-    { uri: "notes://readme", mimeType: "text/plain", body: { tag: "text", val: readme } },
+    { uri: "notes://readme", mimeType: "text/plain", body: { tag: "text", val: readme }, meta: undefined },
   ]);
   assert.equal(read("notes://note/12", noteMatch("12")).val[0].body.val, "Call the plumber");
   for (const id of ["99", "constructor", "__proto__", ""]) {

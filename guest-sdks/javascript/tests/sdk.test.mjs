@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
+  APP_MIME_TYPE,
   Completion,
   ContinueAsTask,
   Failed,
@@ -17,6 +18,8 @@ import {
   Result,
   Sampling,
   ToolError,
+  appContents,
+  appResource,
   completer,
   completions,
   contents,
@@ -295,14 +298,14 @@ template({ uriTemplate: "unit://item/{id}", name: "item" }, (read) =>
 test("resources list, read, and are not found", () => {
   assert.deepEqual(
     resources.listResources().map((r) => r.uri),
-    ["unit://readme", "unit://bytes", "unit://png", "unit://wrong"],
+    ["unit://readme", "unit://bytes", "unit://png", "unit://wrong", "ui://unit/app.html"],
   );
   assert.equal(resources.listResources()[0].size, 5n);
   assert.equal(resources.listResourceTemplates()[0].uriTemplate, "unit://item/{id}");
   const read = resources.readResource("unit://readme", undefined, firstRound());
   assert.deepEqual(read, {
     tag: "complete",
-    val: [{ uri: "unit://readme", mimeType: "text/plain", body: { tag: "text", val: "hello" } }],
+    val: [{ uri: "unit://readme", mimeType: "text/plain", body: { tag: "text", val: "hello" }, meta: undefined }],
   });
   const parts = resources.readResource("unit://bytes", undefined, firstRound());
   assert.deepEqual([...parts.val[0].body.val], [1, 2, 3]);
@@ -349,4 +352,93 @@ test("completions match by prefix and are cut at the limit", () => {
   assert.equal(many.values.length, MAX_VALUES);
   assert.equal(many.total, MAX_VALUES + 5);
   assert.equal(many.hasMore, true);
+});
+
+tool(
+  {
+    name: "unit_show",
+    description: "Shows a table in its App.",
+    app: "ui://unit/app.html",
+    visibility: ["app", "model"],
+    meta: { other: 1, ui: { kept: true } },
+  },
+  () => "shown",
+);
+
+const UNIT_UI = {
+  csp: { connectDomains: ["https://api.example.com"], frameDomains: [] },
+  permissions: { clipboardWrite: true, camera: false },
+  prefersBorder: false,
+};
+const UNIT_UI_JSON = {
+  csp: { connectDomains: ["https://api.example.com"] },
+  permissions: { clipboardWrite: {} },
+  prefersBorder: false,
+};
+
+appResource({ uri: "ui://unit/app.html", name: "unit_app", ui: UNIT_UI, meta: { other: 2 } }, () => "<p>app</p>");
+
+test("a tool names its App and who may call it, beside its other meta", () => {
+  const listed = tools.listTools();
+  const show = listed.find((t) => t.name === "unit_show");
+  assert.deepEqual(JSON.parse(show.meta), {
+    other: 1,
+    ui: { kept: true, resourceUri: "ui://unit/app.html", visibility: ["app", "model"] },
+  });
+  assert.equal(listed.find((t) => t.name === "unit_add").meta, undefined, "no meta unless given");
+});
+
+test("meta that is not an object, unknown callers and unknown ui members are refused", () => {
+  const declare = (spec) => () => tool({ name: "unit_bad", description: "bad", ...spec }, () => "x");
+  assert.throws(declare({ meta: ["ui"] }), /`meta` must be an object/);
+  assert.throws(declare({ meta: null }), /`meta` must be an object/);
+  assert.throws(declare({ visibility: ["everyone"] }), /`visibility` is a list of "model", "app"/);
+  assert.throws(declare({ visibility: "app" }), /`visibility` is a list/);
+  assert.throws(declare({ app: 7 }), /`app` must be a string/);
+  const app = (ui) => () => appResource({ uri: "ui://unit/bad.html", name: "bad", ui }, () => "x");
+  assert.throws(app({ csp: { connectDomain: ["x"] } }), /`ui.csp` has no member `connectDomain`/);
+  assert.throws(app({ csp: { connectDomains: "https://x" } }), /`ui.csp.connectDomains` must be a list of origins/);
+  assert.throws(app({ permissions: { clipboard: true } }), /`ui.permissions` has no member `clipboard`/);
+  assert.throws(app({ permissions: { camera: "yes" } }), /`ui.permissions.camera` must be a boolean/);
+  assert.throws(app({ border: true }), /an App's `ui` has no member `border`/);
+  assert.throws(app({ prefersBorder: "yes" }), /`ui.prefersBorder` must be a boolean/);
+  assert.equal(tools.listTools().filter((t) => t.name === "unit_bad").length, 0);
+  assert.equal(resources.listResources().filter((r) => r.uri === "ui://unit/bad.html").length, 0);
+});
+
+test("an App is listed and read with its MIME type and ui", () => {
+  const listed = resources.listResources().find((r) => r.uri === "ui://unit/app.html");
+  assert.equal(listed.mimeType, APP_MIME_TYPE);
+  assert.deepEqual(JSON.parse(listed.meta), { other: 2, ui: UNIT_UI_JSON });
+  const [read] = resources.readResource("ui://unit/app.html", undefined, firstRound()).val;
+  assert.equal(read.mimeType, "text/html;profile=mcp-app");
+  assert.deepEqual(read.body, { tag: "text", val: "<p>app</p>" });
+  assert.deepEqual(JSON.parse(read.meta), { other: 2, ui: UNIT_UI_JSON });
+});
+
+test("App contents carry the MIME type and ui", () => {
+  const part = appContents("ui://unit/other.html", "<p>", { domain: "a.example.com" });
+  assert.equal(part.mimeType, APP_MIME_TYPE);
+  assert.deepEqual(JSON.parse(part.meta), { ui: { domain: "a.example.com" } });
+  assert.equal(appContents("ui://unit/other.html", "<p>").meta, undefined);
+  const everything = { camera: true, microphone: true, geolocation: true, clipboardWrite: true };
+  const all = appContents("ui://unit/other.html", "<p>", { csp: {}, permissions: everything });
+  assert.deepEqual(JSON.parse(all.meta).ui, {
+    csp: {},
+    permissions: { camera: {}, microphone: {}, geolocation: {}, clipboardWrite: {} },
+  });
+});
+
+prompt({ name: "unit_meta_prompt", description: "Has metadata.", meta: { origin: "unit" } }, () => "hi");
+template({ uriTemplate: "unit://meta/{id}", name: "unit_meta_template", meta: { origin: "unit" } }, () => "x");
+
+test("every other item carries meta", () => {
+  assert.deepEqual(JSON.parse(prompts.listPrompts().find((p) => p.name === "unit_meta_prompt").meta), { origin: "unit" });
+  assert.equal(prompts.listPrompts().find((p) => p.name === "unit_prompt").meta, undefined);
+  const metaTemplate = resources.listResourceTemplates().find((t) => t.name === "unit_meta_template");
+  assert.deepEqual(JSON.parse(metaTemplate.meta), { origin: "unit" });
+  assert.deepEqual(JSON.parse(contents("unit://x", "x", undefined, { a: 1 }).meta), { a: 1 });
+  const embedded = new Result().withResource("unit://x", "x", undefined, { b: 2 }).content[0];
+  assert.deepEqual(JSON.parse(embedded.val.contents.meta), { b: 2 });
+  assert.throws(() => contents("unit://x", "x", undefined, "{}"), /`meta` must be an object/);
 });

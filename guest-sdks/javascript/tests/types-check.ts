@@ -3,6 +3,7 @@
 // would use them. Never run; a wrong declaration fails the check.
 
 import {
+  type AppUi,
   type Call,
   type Json,
   Completion,
@@ -14,6 +15,8 @@ import {
   Result,
   Sampling,
   ToolError,
+  appContents,
+  appResource,
   completer,
   contents,
   log,
@@ -64,6 +67,17 @@ template({ uriTemplate: "x://item/{id}", name: "item" }, (read) => [contents(rea
 completer({ template: "x://item/{id}", argument: "id" }, (request) => Completion.matching(["1", "2"], request.value));
 tool({ name: "twice", description: "Returns its arguments twice." }, (call) => [call.arguments, call.arguments]);
 
+// An MCP App: the tools name it, the page is listed and read with its `ui`.
+const ui: AppUi = { csp: { connectDomains: ["https://api.example.com"] }, permissions: { camera: true }, prefersBorder: true };
+tool({ name: "chart", description: "Draws a chart.", app: "ui://chart/app.html", meta: { origin: "x" } }, () => "drawn");
+tool({ name: "redraw", description: "Redraws.", app: "ui://chart/app.html", visibility: ["app"] }, () => "again");
+appResource({ uri: "ui://chart/app.html", name: "chart", ui }, () => "<!doctype html>");
+resource({ uri: "x://parts", name: "parts", meta: { a: 1 }, readMeta: { b: 2 } }, (read) => [
+  appContents(read.uri, "<p>", ui),
+  contents(read.uri, "text", "text/plain", { c: 3 }),
+]);
+prompt({ name: "meta", description: "Has meta.", meta: { d: 4 } }, () => "hi");
+
 // Misuses the declarations must refuse.
 // @ts-expect-error: a handler must return an outcome, not a number.
 tool({ name: "bad", description: "returns a number" }, () => 42);
@@ -73,5 +87,11 @@ tool({ name: "undescribed" }, () => "ok");
 prompt({ name: "undescribed" }, () => "ok");
 // @ts-expect-error: handlers run synchronously; a promise is no outcome.
 tool({ name: "later", description: "async" }, async () => "ok");
+// @ts-expect-error: visibility names the model or the app.
+tool({ name: "seen", description: "everyone", visibility: ["everyone"] }, () => "ok");
+// @ts-expect-error: a permission is asked with `true`, not named.
+appResource({ uri: "ui://x", name: "x", ui: { permissions: ["camera"] } }, () => "<p>");
+// @ts-expect-error: `meta` is a JSON object.
+prompt({ name: "listed", description: "meta as text", meta: "{}" }, () => "ok");
 // @ts-expect-error: without a fallback, the state may be missing.
 export const stateOf = (call: Call): Json => call.state();

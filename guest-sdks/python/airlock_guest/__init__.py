@@ -20,7 +20,8 @@ module-level variables start from their build-time values each time. What
 the next round needs travels in the state of :class:`InputRequired`, which
 Airlock seals. Prompts, resources and completions live in the submodules
 :mod:`airlock_guest.prompts`, :mod:`airlock_guest.resources` and
-:mod:`airlock_guest.completions`, each with its own export class.
+:mod:`airlock_guest.completions`, each with its own export class; MCP Apps
+(a tool's HTML App, served as a ``ui://`` resource) in :mod:`airlock_guest.apps`.
 """
 
 from . import log, notify

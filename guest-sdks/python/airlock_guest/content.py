@@ -9,7 +9,7 @@ embedded resources, structured content, and the ``is_error`` flag.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Mapping
 
 from wit_world.imports import types as wit
 
@@ -24,13 +24,32 @@ def to_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def resource_contents(uri: str, body: str | bytes, mime_type: str | None = None) -> wit.ResourceContents:
-    """The contents of one resource: text for ``str``, a blob for ``bytes``."""
+def check_meta(meta: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """``meta`` (an item's ``_meta``), once checked to be ``None`` or a
+    mapping (a JSON object): raises ``TypeError`` for anything else, which
+    the host would refuse."""
+    if meta is not None and not isinstance(meta, Mapping):
+        raise TypeError(f"_meta must be a dict (a JSON object), not {type(meta).__name__}")
+    return meta
+
+
+def meta_json(meta: Mapping[str, Any] | None) -> str | None:
+    """An item's ``_meta`` (a ``dict``) as the contract's ``json`` text, or
+    ``None`` when there is none."""
+    checked = check_meta(meta)
+    return None if checked is None else to_json(dict(checked))
+
+
+def resource_contents(
+    uri: str, body: str | bytes, mime_type: str | None = None, meta: Mapping[str, Any] | None = None
+) -> wit.ResourceContents:
+    """The contents of one resource: text for ``str``, a blob for ``bytes``,
+    with ``meta`` as its ``_meta``."""
     if isinstance(body, str):
         wire_body: wit.ResourceBody = wit.ResourceBody_Text(body)
     else:
         wire_body = wit.ResourceBody_Blob(bytes(body))
-    return wit.ResourceContents(uri=uri, mime_type=mime_type, body=wire_body, meta=None)
+    return wit.ResourceContents(uri=uri, mime_type=mime_type, body=wire_body, meta=meta_json(meta))
 
 
 class Result:
@@ -104,9 +123,12 @@ class Result:
         self.content.append(wit.ContentBlock_ResourceLink(link))
         return self
 
-    def with_resource(self, uri: str, body: str | bytes, mime_type: str | None = None) -> Result:
-        """Embeds a resource's contents (text for ``str``, a blob for ``bytes``)."""
-        embedded = wit.EmbeddedResource(contents=resource_contents(uri, body, mime_type), annotations=None)
+    def with_resource(
+        self, uri: str, body: str | bytes, mime_type: str | None = None, meta: Mapping[str, Any] | None = None
+    ) -> Result:
+        """Embeds a resource's contents (text for ``str``, a blob for ``bytes``;
+        ``meta`` is their ``_meta``)."""
+        embedded = wit.EmbeddedResource(contents=resource_contents(uri, body, mime_type, meta), annotations=None)
         self.content.append(wit.ContentBlock_EmbeddedResource(embedded))
         return self
 

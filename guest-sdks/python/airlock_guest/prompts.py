@@ -11,13 +11,13 @@ tools). Raising :class:`InvalidArguments` answers the client with -32602.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from wit_world.exports import prompts as wit_prompts
 from wit_world.imports import types as wit
 
 from .asking import InputRequired
-from .content import text_block
+from .content import meta_json, text_block
 from .inputs import Inputs
 
 
@@ -80,9 +80,10 @@ def prompt(
     name: str | None = None,
     title: str | None = None,
     arguments: list[Argument] | None = None,
+    meta: Mapping[str, Any] | None = None,
 ) -> Callable[[PromptHandler], PromptHandler]:
     """Declares the decorated function a prompt, named after it unless
-    ``name`` is given."""
+    ``name`` is given, listed with ``meta`` (a ``dict``) as its ``_meta``."""
 
     def register(handler: PromptHandler) -> PromptHandler:
         prompt_name = name or handler.__name__
@@ -98,7 +99,7 @@ def prompt(
                 )
                 for arg in arguments or []
             ],
-            meta=None,
+            meta=meta_json(meta),
         )
         _PROMPTS[prompt_name] = (listing, handler)
         return handler

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from wit_world.imports import types as wit
 
+from .apps import Visibility, tool_meta
 from .asking import InputRequired
-from .content import Result, to_json
+from .content import Result, meta_json, to_json
 from .inputs import Inputs, from_mapping
 
 T = TypeVar("T")
@@ -105,11 +106,17 @@ def tool(
     idempotent: bool | None = None,
     open_world: bool | None = None,
     task_support: wit.TaskSupport = wit.TaskSupport.NEVER,
+    app: str | None = None,
+    visibility: Iterable[Visibility | str] | None = None,
+    meta: Mapping[str, Any] | None = None,
 ) -> Callable[[Handler], Handler]:
     """Declares the decorated function a tool, named after it unless
     ``name`` is given. ``input_schema`` is the JSON Schema of its arguments
     (an object schema; by default one that takes anything); the hints
-    (``read_only`` ...) are shown to clients, which must not trust them."""
+    (``read_only`` ...) are shown to clients, which must not trust them.
+    ``app`` names the ``ui://`` resource of the MCP App that renders its
+    results, ``visibility`` who may call it (:class:`~airlock_guest.apps.Visibility`;
+    both when unset), ``meta`` any other ``_meta`` (a ``dict``)."""
 
     def register(handler: Handler) -> Handler:
         tool_name = name or handler.__name__
@@ -133,7 +140,7 @@ def tool(
             output_schema=None if output_schema is None else to_json(output_schema),
             annotations=annotations,
             task_support=task_support,
-            meta=None,
+            meta=meta_json(tool_meta(meta, app, visibility)),
         )
         _TOOLS[tool_name] = Registered(listing, handler)
         return handler

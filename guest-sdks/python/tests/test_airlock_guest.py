@@ -7,9 +7,10 @@ import unittest
 from dataclasses import dataclass
 
 import airlock_guest as airlock
+from airlock_guest.apps import APP_MIME_TYPE, AppCsp, AppPermissions, AppUi, Visibility
 from airlock_guest.completions import Completion, Completions, completer
 from airlock_guest.prompts import Argument, InvalidArguments, PromptResult, Prompts, prompt
-from airlock_guest.resources import Resources, contents, resource, template
+from airlock_guest.resources import Resources, app_contents, app_resource, contents, resource, template
 from wit_world.exports import completions as wit_completions
 from wit_world.exports import prompts as wit_prompts
 from wit_world.exports import resources as wit_resources
@@ -182,6 +183,11 @@ def unit_blob(read):
     return bytes([int(read.variable("id"))]) if read.variable("id") != "0" else None
 
 
+@template("unit://meta/{id}", name="unit_meta_template", meta={"origin": "unit"})
+def unit_meta_template(read):
+    return "x"
+
+
 @completer(prompt="unit_greet", argument="name")
 def unit_names(request):
     return ["Ada", "Alan", "Grace"]
@@ -198,8 +204,10 @@ class PromptsResourcesCompletionsTest(unittest.TestCase):
         self.assertEqual(refused, wit_prompts.PromptOutcome_InvalidArguments("nobody to greet"))
 
     def test_resources(self):
-        self.assertEqual([r.uri for r in Resources().list_resources()], ["unit://fixed"])
-        self.assertEqual([t.uri_template for t in Resources().list_resource_templates()], ["unit://blob/{id}"])
+        self.assertEqual([r.uri for r in Resources().list_resources()], ["unit://fixed", "ui://unit/app.html"])
+        self.assertEqual(
+            [t.uri_template for t in Resources().list_resource_templates()], ["unit://blob/{id}", "unit://meta/{id}"]
+        )
         fixed = Resources().read_resource("unit://fixed", None, first_round())
         self.assertEqual(fixed.value, [contents("unit://fixed", "fixed text", "text/plain")])
         match = wit_resources.TemplateMatch("unit://blob/{id}", [("id", "7")])
@@ -217,6 +225,96 @@ class PromptsResourcesCompletionsTest(unittest.TestCase):
         self.assertEqual((len(many.values), many.total, many.has_more), (100, 150, True))
         nothing = wit_completions.CompletionRequest(wit_completions.CompletionTarget_ResourceTemplate("x"), "id", "", [])
         self.assertEqual(Completions().complete(nothing).values, [])
+
+
+@airlock.tool(
+    "Shows a table in its App.",
+    name="unit_show",
+    app="ui://unit/app.html",
+    visibility=[Visibility.APP, "model"],
+    meta={"other": 1, "ui": {"kept": True}},
+)
+def unit_show(call):
+    return "shown"
+
+
+@prompt("Has metadata.", name="unit_meta_prompt", meta={"origin": "unit"})
+def unit_meta_prompt(request):
+    return "hi"
+
+
+UNIT_UI = AppUi(
+    csp=AppCsp(connect_domains=["https://api.example.com"]),
+    permissions=AppPermissions(clipboard_write=True),
+    prefers_border=False,
+)
+
+
+@app_resource("ui://unit/app.html", ui=UNIT_UI, meta={"other": 2})
+def unit_app(read):
+    return "<p>app</p>"
+
+
+class AppsTest(unittest.TestCase):
+    UI_JSON = {
+        "csp": {"connectDomains": ["https://api.example.com"]},
+        "permissions": {"clipboardWrite": {}},
+        "prefersBorder": False,
+    }
+
+    def test_a_tool_names_its_app_and_who_may_call_it_beside_its_other_meta(self):
+        listed = {tool.name: tool for tool in airlock.Tools().list_tools()}
+        self.assertEqual(
+            json.loads(listed["unit_show"].meta),
+            {"other": 1, "ui": {"kept": True, "resourceUri": "ui://unit/app.html", "visibility": ["app", "model"]}},
+        )
+        self.assertIsNone(listed["unit_add"].meta, "no meta unless given")
+
+    def test_a_tool_refuses_meta_that_is_not_an_object_and_unknown_callers(self):
+        with self.assertRaisesRegex(TypeError, "_meta must be a dict"):
+            airlock.tool("x", name="unit_bad_meta", meta=["ui"])(lambda call: "x")
+        with self.assertRaisesRegex(ValueError, "'everyone' is not a valid Visibility"):
+            airlock.tool("x", name="unit_bad_visibility", visibility=["everyone"])(lambda call: "x")
+        with self.assertRaisesRegex(TypeError, "visibility is a list"):
+            airlock.tool("x", name="unit_one_visibility", visibility=Visibility.APP)(lambda call: "x")
+        with self.assertRaisesRegex(TypeError, "list of origins"):
+            AppCsp(connect_domains="https://api.example.com")
+        names = {tool.name for tool in airlock.Tools().list_tools()}
+        self.assertFalse(names & {"unit_bad_meta", "unit_bad_visibility", "unit_one_visibility"})
+
+    def test_an_app_is_listed_and_read_with_its_mime_type_and_ui(self):
+        [listed] = [r for r in Resources().list_resources() if r.uri == "ui://unit/app.html"]
+        self.assertEqual(listed.mime_type, APP_MIME_TYPE)
+        self.assertEqual(listed.name, "unit_app")
+        self.assertEqual(json.loads(listed.meta), {"other": 2, "ui": self.UI_JSON})
+        [read] = Resources().read_resource("ui://unit/app.html", None, first_round()).value
+        self.assertEqual(read.mime_type, "text/html;profile=mcp-app")
+        self.assertEqual(read.body, wit.ResourceBody_Text("<p>app</p>"))
+        self.assertEqual(json.loads(read.meta), {"other": 2, "ui": self.UI_JSON})
+
+    def test_app_contents_carry_the_mime_type_and_ui(self):
+        part = app_contents("ui://unit/other.html", "<p>", AppUi(domain="a.example.com"))
+        self.assertEqual(part.mime_type, APP_MIME_TYPE)
+        self.assertEqual(json.loads(part.meta), {"ui": {"domain": "a.example.com"}})
+        self.assertIsNone(app_contents("ui://unit/other.html", "<p>").meta)
+        everything = AppPermissions(camera=True, microphone=True, geolocation=True, clipboard_write=True)
+        self.assertEqual(
+            AppUi(csp=AppCsp(), permissions=everything).to_json(),
+            {"csp": {}, "permissions": {"camera": {}, "microphone": {}, "geolocation": {}, "clipboardWrite": {}}},
+        )
+
+    def test_every_other_item_carries_meta(self):
+        listed = {p.name: p for p in Prompts().list_prompts()}
+        self.assertEqual(json.loads(listed["unit_meta_prompt"].meta), {"origin": "unit"})
+        self.assertIsNone(listed["unit_greet"].meta)
+        templates = {t.name: t for t in Resources().list_resource_templates()}
+        self.assertEqual(json.loads(templates["unit_meta_template"].meta), {"origin": "unit"})
+        self.assertIsNone(templates["blob"].meta)
+        self.assertEqual(json.loads(contents("unit://x", "x", meta={"a": 1}).meta), {"a": 1})
+        embedded = airlock.Result().with_resource("unit://x", "x", meta={"b": 2}).content[0]
+        self.assertEqual(json.loads(embedded.value.contents.meta), {"b": 2})
+        with self.assertRaisesRegex(TypeError, "_meta must be a dict"):
+            contents("unit://x", "x", meta="{}")
 
 
 if __name__ == "__main__":

@@ -4,13 +4,24 @@
 /** A JSON value as the compact text the contract's `json` type carries. */
 export const toJson = (value) => JSON.stringify(value);
 
+/** Throws unless `meta` (an item's `_meta`) is undefined or a JSON object; returns it. */
+export function checkMeta(meta) {
+  if (meta !== undefined && (meta === null || typeof meta !== "object" || Array.isArray(meta))) {
+    throw new TypeError("`meta` must be an object (a JSON object)");
+  }
+  return meta;
+}
+
+/** An item's `_meta` as the contract's `json` text, or `undefined` when there is none. */
+export const metaJson = (meta) => (checkMeta(meta) === undefined ? undefined : toJson(meta));
+
 /** A plain text content block. */
 export const textBlock = (text) => ({ tag: "text", val: { text, annotations: undefined } });
 
-/** The contents of one resource: text for a string, a blob for bytes. */
-export function resourceContents(uri, body, mimeType) {
+/** The contents of one resource: text for a string, a blob for bytes; `meta` is their `_meta`. */
+export function resourceContents(uri, body, mimeType, meta) {
   const wireBody = typeof body === "string" ? { tag: "text", val: body } : { tag: "blob", val: Uint8Array.from(body) };
-  return { uri, mimeType, body: wireBody };
+  return { uri, mimeType, body: wireBody, meta: metaJson(meta) };
 }
 
 /** The complete result of a tool call, built up block by block. */
@@ -56,8 +67,8 @@ export class Result {
     return this;
   }
 
-  withResource(uri, body, mimeType) {
-    this.content.push({ tag: "embedded-resource", val: { contents: resourceContents(uri, body, mimeType), annotations: undefined } });
+  withResource(uri, body, mimeType, meta) {
+    this.content.push({ tag: "embedded-resource", val: { contents: resourceContents(uri, body, mimeType, meta), annotations: undefined } });
     return this;
   }
 

@@ -1,7 +1,7 @@
 // Prompts: `prompt(spec, handler)` declares one; `prompts` is the export.
 
 import { InputRequired } from "./asking.js";
-import { textBlock } from "./content.js";
+import { metaJson, textBlock } from "./content.js";
 import { requireStrings } from "./declare.js";
 import { Inputs } from "./inputs.js";
 
@@ -39,13 +39,14 @@ const registered = new Map();
 /** Declares a prompt: `spec` names, describes it and lists its arguments. */
 export function prompt(spec, handler) {
   requireStrings("prompt", spec, ["name", "description"]);
-  const { name, title, description, arguments: args = [] } = spec;
+  const { name, title, description, arguments: args = [], meta } = spec;
   if (registered.has(name)) throw new Error(`prompt \`${name}\` is declared twice`);
   const listing = {
     name,
     title,
     description,
     arguments: args.map((a) => ({ name: a.name, title: a.title, description: a.description, required: a.required ?? false })),
+    meta: metaJson(meta),
   };
   registered.set(name, { listing, handler });
   return handler;

@@ -1,8 +1,9 @@
 // Declaring tools and running their calls. `tool(spec, handler)` registers a
 // handler; `tools` is the component's `tools` export (the app re-exports it).
 
+import { toolMeta } from "./apps.js";
 import { InputRequired } from "./asking.js";
-import { Result, toJson } from "./content.js";
+import { Result, metaJson, toJson } from "./content.js";
 import { requireStrings } from "./declare.js";
 import { Inputs } from "./inputs.js";
 
@@ -45,7 +46,7 @@ const registered = new Map();
 /** Declares a tool: `spec` names and describes it, `handler(call)` runs its calls. */
 export function tool(spec, handler) {
   requireStrings("tool", spec, ["name", "description"]);
-  const { name, description, title, inputSchema, outputSchema, taskSupport = "never" } = spec;
+  const { name, description, title, inputSchema, outputSchema, taskSupport = "never", app, visibility, meta } = spec;
   if (registered.has(name)) throw new Error(`tool \`${name}\` is declared twice`);
   const hints = {
     title,
@@ -62,6 +63,7 @@ export function tool(spec, handler) {
     outputSchema: outputSchema === undefined ? undefined : toJson(outputSchema),
     annotations: Object.values(hints).some((hint) => hint !== undefined) ? hints : undefined,
     taskSupport,
+    meta: metaJson(toolMeta(meta, app, visibility)),
   };
   registered.set(name, { listing, handler });
   return handler;
