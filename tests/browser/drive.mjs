@@ -126,8 +126,7 @@ async function shownValues(app) {
     return texts.map(Number);
 }
 
-async function main() {
-    const opts = parseArgs(process.argv.slice(2));
+async function main(opts) {
     const { chromium } = createRequire(join(opts.nodeModules, 'package.json'))('playwright-core');
     const mcp = [];
     const { server, origin } = await serve(await bundle(opts.nodeModules), opts.url, mcp);
@@ -154,10 +153,11 @@ async function main() {
 
     const query = new URLSearchParams({ tool: opts.tool, arguments: opts.arguments });
     await step('open the host page', () => page.goto(`${origin}/?${query}`, { timeout }));
-    await step('the App initializes (ui/initialize) and the host sends it the tool result', () =>
-        page.waitForFunction(() => ['result-sent', 'failed'].includes(window.host?.state), null, { timeout }));
-    const state = await page.evaluate(() => window.host);
-    if (state.state !== 'result-sent') await step('the host page', () => Promise.reject(new Error(state.error)));
+    await step('the App initializes (ui/initialize) and the host sends it the tool result', async () => {
+        await page.waitForFunction(() => ['result-sent', 'failed'].includes(window.host?.state), null, { timeout });
+        const host = await page.evaluate(() => window.host);
+        if (host.state === 'failed') throw new Error(host.error);
+    });
 
     const app = page.frameLocator('#app-frame');
     const expected = JSON.parse(opts.arguments).values;
@@ -188,4 +188,4 @@ async function main() {
 
 const opts = parseArgs(process.argv.slice(2));
 const watchdog = setTimeout(() => fail(`the run took longer than ${4 * opts.timeoutMs} ms`), 4 * opts.timeoutMs);
-main().then(() => clearTimeout(watchdog), error => fail(error?.stack ?? String(error)));
+main(opts).then(() => clearTimeout(watchdog), error => fail(error?.stack ?? String(error)));
