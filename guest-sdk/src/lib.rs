@@ -208,8 +208,8 @@
 
 #![warn(missing_docs)]
 
-#[doc(hidden)]
 pub mod apps;
+#[doc(hidden)]
 pub mod bindings;
 mod builders;
 mod call;
