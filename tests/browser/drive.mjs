@@ -105,8 +105,11 @@ function serve(script, upstream, mcp) {
                     answer.pipe(res);
                 });
                 out.on('error', error => {
-                    res.writeHead(502).end(String(error));
+                    if (!res.headersSent) res.writeHead(502);
+                    res.end(String(error));
                 });
+                // A stream the page lets go of (a closed tab) ends upstream too.
+                res.on('close', () => out.destroy());
                 out.end(body);
             });
         } else if (files[path]) {
@@ -182,6 +185,7 @@ async function main(opts) {
     await page.screenshot({ path: opts.screenshot });
     const report = { title, before, after, status, mcp, hostLog: await hostLog(), pageErrors, screenshot: opts.screenshot };
     await browser.close();
+    server.closeAllConnections();
     server.close();
     process.stdout.write(`${JSON.stringify(report)}\n`);
 }
