@@ -5,10 +5,14 @@
 // reads the values the App shows, clicks its "Sort" button and reads them
 // again. Prints a JSON report as the last line of stdout:
 //
-//   {"title": "...", "before": [..], "after": [..], "mcp": ["tools/call chart_numbers", ...],
-//    "hostLog": "...", "screenshot": "PATH"}
+//   {"title": "...", "before": [..], "after": [..], "status": "...",
+//    "mcp": ["tools/call chart_numbers", ...], "hostLog": "...", "pageErrors": [..],
+//    "screenshot": "PATH"}
 //
-// `mcp` lists the JSON-RPC requests the page sent to the server, in order.
+// `before` and `after` are the values the App lists before and after "Sort",
+// `status` what it says after, `mcp` the JSON-RPC requests the page sent to
+// the server, in order, and `pageErrors` what the page and the App logged as
+// errors (a CSP violation among them).
 // Exits non-zero, with what the page logged, when a step fails or times out.
 //
 // Usage: node drive.mjs --node-modules DIR --url http://HOST:PORT/mcp
