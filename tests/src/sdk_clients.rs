@@ -5,7 +5,7 @@
 //! the server as `--url URL` or `--stdio -- COMMAND...`.
 
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -39,17 +39,34 @@ pub fn client_dir(language: &str) -> PathBuf {
 /// Runs `tests/clients/<language>/setup` and returns the path it prints last
 /// (the installed SDK). Panics with its output when it fails.
 pub fn install(language: &str) -> PathBuf {
-    let setup = client_dir(language).join("setup");
-    let out = Command::new("bash")
-        .arg(&setup)
+    let mut setup = Command::new("bash");
+    setup.arg(client_dir(language).join("setup"));
+    installed(setup)
+}
+
+/// Runs `scripts/npm-packages dir`: installs the npm packages `dir`'s
+/// `package.json` and `package-lock.json` pin into the user's cache (once;
+/// later runs reuse them) and returns their `node_modules`. Panics with its
+/// output when it fails.
+pub fn install_npm_packages(dir: &Path) -> PathBuf {
+    let mut script = Command::new("bash");
+    script
+        .arg(workspace_root().join("scripts").join("npm-packages"))
+        .arg(dir);
+    installed(script)
+}
+
+/// Runs the installer `cmd` and returns the path it prints last. Panics with
+/// its output when it fails or prints no existing path.
+fn installed(mut cmd: Command) -> PathBuf {
+    let out = cmd
         .stdin(Stdio::null())
         .output()
-        .unwrap_or_else(|e| panic!("run {}: {e}", setup.display()));
+        .unwrap_or_else(|e| panic!("run {cmd:?}: {e}"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
-        "{} failed ({}):\n{stdout}{}",
-        setup.display(),
+        "{cmd:?} failed ({}):\n{stdout}{}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
@@ -60,8 +77,7 @@ pub fn install(language: &str) -> PathBuf {
         .unwrap_or_default();
     assert!(
         path.exists(),
-        "{} printed no installed path: {stdout:?}",
-        setup.display()
+        "{cmd:?} printed no installed path: {stdout:?}"
     );
     path
 }
