@@ -3,6 +3,7 @@
 //! artifact layout: served beside the tools directory with their digest in
 //! the log and in `airlock inspect`, bad artifacts refused each with its
 //! reason while the others serve, a lock pinning digests while a tag moves,
+//! three hosts started with one lock serving its digest,
 //! a registry down at start with a warm and with a cold cache, and cosign
 //! signatures checked before load (online, and offline from the cache),
 //! and Sigstore bundles (keyless, or with a key) attached as OCI referrers
@@ -282,6 +283,44 @@ fn a_lock_pins_the_digest_while_the_tag_moves() {
         ["summarize"],
         "the tag, now moved"
     );
+}
+
+#[test]
+fn three_hosts_started_with_one_lock_serve_the_locked_digest_after_the_tag_moves() {
+    let registry = OciRegistry::start();
+    let locked = registry.push_component("tools/moving", "stable", &wasm("hash"));
+    let supply = Supply::new(&[("moving", format!("{}/tools/moving:stable", registry.host()))]);
+    let (pulled, stderr) = supply.pull();
+    assert!(pulled, "airlock pull: {stderr}");
+    let moved = registry.push_component("tools/moving", "stable", &wasm("summarize"));
+    assert_ne!(moved, locked);
+
+    // Three hosts of a fleet: the same lock, each with a cold cache of its
+    // own, so each pulls from the registry.
+    let caches: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let hosts: Vec<HttpServer> = caches
+        .iter()
+        .map(|cache| {
+            Airlock::new(&ToolsDir::new())
+                .args(supply.args(cache.path()))
+                .arg("--lock")
+                .arg(supply.lock())
+                .start_http()
+        })
+        .collect();
+    for host in &hosts {
+        assert_eq!(
+            host.client().tool_names(),
+            ["sha256"],
+            "the locked digest is served, not the tag's new one"
+        );
+        let stderr = host.stderr();
+        assert!(
+            line_with(&stderr, &["component pulled", "tools/moving:stable", &locked]).is_some()
+                && !stderr.contains(&moved),
+            "the host pulled the locked digest:\n{stderr}"
+        );
+    }
 }
 
 #[test]
