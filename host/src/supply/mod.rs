@@ -36,6 +36,7 @@ pub mod credentials;
 mod digest;
 pub mod lock;
 mod pull;
+mod reference;
 mod referrers;
 pub mod refresh;
 mod retry;
