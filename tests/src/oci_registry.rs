@@ -26,11 +26,25 @@ pub struct OciRegistry {
     daemon: Option<Daemon>,
     port: u16,
     dir: tempfile::TempDir,
+    /// `user:password` the registry requires (htpasswd), if any; the
+    /// test's own pushes send it.
+    login: Option<(String, String)>,
 }
 
 impl OciRegistry {
     /// Starts an empty registry.
     pub fn start() -> OciRegistry {
+        OciRegistry::start_as(None)
+    }
+
+    /// Starts an empty registry that answers only requests authenticated
+    /// as `user` with `password` (HTTP basic, checked against a bcrypt
+    /// htpasswd file, as the registry is usually run).
+    pub fn start_with_login(user: &str, password: &str) -> OciRegistry {
+        OciRegistry::start_as(Some((user.to_owned(), password.to_owned())))
+    }
+
+    fn start_as(login: Option<(String, String)>) -> OciRegistry {
         let dir = tempfile::Builder::new()
             .prefix("airlock-registry-")
             .tempdir()
@@ -40,6 +54,7 @@ impl OciRegistry {
             daemon: None,
             port,
             dir,
+            login,
         };
         registry.restart();
         registry
@@ -48,7 +63,7 @@ impl OciRegistry {
     /// Starts the registry again (after [`OciRegistry::stop`]), with what it
     /// stored.
     pub fn restart(&mut self) {
-        let config = format!(
+        let mut config = format!(
             "version: 0.1\n\
              log:\n  level: warn\n\
              storage:\n  filesystem:\n    rootdirectory: {root}\n  delete:\n    enabled: true\n\
@@ -56,6 +71,15 @@ impl OciRegistry {
             root = self.storage().display(),
             port = self.port
         );
+        if let Some((user, password)) = &self.login {
+            let htpasswd = self.dir.path().join("htpasswd");
+            let hash = bcrypt::hash(password, 4).expect("bcrypt the password");
+            fs::write(&htpasswd, format!("{user}:{hash}\n")).expect("write the htpasswd file");
+            config.push_str(&format!(
+                "auth:\n  htpasswd:\n    realm: airlock-test\n    path: {}\n",
+                htpasswd.display()
+            ));
+        }
         let config_path = self.dir.path().join("config.yml");
         fs::write(&config_path, config).expect("write the registry's config");
         let mut command = Command::new("docker-registry");
@@ -82,6 +106,19 @@ impl OciRegistry {
         self.dir.path().join("storage")
     }
 
+    /// `request` with the registry's login, if it requires one.
+    fn authorized<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
+        use base64::Engine as _;
+        match &self.login {
+            Some((user, password)) => {
+                let basic =
+                    base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+                request.header("authorization", format!("Basic {basic}"))
+            }
+            None => request,
+        }
+    }
+
     fn url(&self, path: &str) -> String {
         format!("http://{}/v2/{path}", self.host())
     }
@@ -89,8 +126,8 @@ impl OciRegistry {
     /// Uploads a blob to `repository`; returns its digest.
     pub fn push_blob(&self, repository: &str, bytes: &[u8]) -> String {
         let digest = sha256(bytes);
-        let started = agent()
-            .post(&self.url(&format!("{repository}/blobs/uploads/")))
+        let started = self
+            .authorized(agent().post(&self.url(&format!("{repository}/blobs/uploads/"))))
             .send_empty()
             .expect("start a blob upload");
         assert_eq!(started.status(), 202, "blob upload refused");
@@ -106,8 +143,8 @@ impl OciRegistry {
             location
         };
         let separator = if location.contains('?') { '&' } else { '?' };
-        let done = agent()
-            .put(&format!("{location}{separator}digest={digest}"))
+        let done = self
+            .authorized(agent().put(&format!("{location}{separator}digest={digest}")))
             .header("content-type", "application/octet-stream")
             .send(bytes)
             .expect("finish a blob upload");
@@ -229,8 +266,8 @@ impl OciRegistry {
     }
 
     fn get_manifest(&self, repository: &str, reference: &str, accept: &str) -> Option<Vec<u8>> {
-        let mut response = agent()
-            .get(&self.url(&format!("{repository}/manifests/{reference}")))
+        let mut response = self
+            .authorized(agent().get(&self.url(&format!("{repository}/manifests/{reference}"))))
             .header("accept", accept)
             .call()
             .expect("get a manifest");
@@ -238,8 +275,8 @@ impl OciRegistry {
     }
 
     fn put_manifest(&self, repository: &str, reference: &str, media_type: &str, bytes: &[u8]) {
-        let response = agent()
-            .put(&self.url(&format!("{repository}/manifests/{reference}")))
+        let response = self
+            .authorized(agent().put(&self.url(&format!("{repository}/manifests/{reference}"))))
             .header("content-type", media_type)
             .send(bytes)
             .expect("put a manifest");

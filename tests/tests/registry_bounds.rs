@@ -1,19 +1,23 @@
 //! Registries that misbehave, played by a small fake registry of the
-//! test's own: one that accepts connections and never answers, and one
-//! that answers a proper manifest and then streams its layer without end.
-//! Every pull is bounded: by `--pull-timeout` for the first, by the layer's
-//! listed size for the second; each ends with a reason, and the host still
-//! serves its other components.
+//! test's own: one that accepts connections and never answers, one that
+//! answers a proper manifest and then streams its layer without end, and
+//! one that answers 503 (Service Unavailable) a number of times before it
+//! serves. Every pull is bounded: by `--pull-timeout` for the first, by the
+//! layer's listed size for the second, by `--pull-retries` for the third;
+//! each ends with a reason, and the host still serves its other components.
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::Arc;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
 use airlock_e2e::oci_registry::sha256;
-use airlock_e2e::{Airlock, ToolsDir, run_airlock};
+use airlock_e2e::paths::component;
+use airlock_e2e::{Airlock, ToolsDir, run_airlock_with_env};
 
 /// How the fake registry misbehaves.
 #[derive(Clone, Copy)]
@@ -23,6 +27,9 @@ enum Misbehaviour {
     /// Answers `/v2/`, a manifest listing a 1000-byte `application/wasm`
     /// layer, and then that layer as zeros without end.
     EndlessLayer,
+    /// Answers each manifest and blob request 503 `failures` times, then
+    /// serves the `hash` component.
+    Unavailable { failures: u32 },
 }
 
 /// A fake registry on a loopback port, until dropped.
@@ -37,13 +44,15 @@ impl FakeRegistry {
         let host = listener.local_addr().unwrap().to_string();
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = stop.clone();
+        let refused = Arc::new(Mutex::new(HashMap::new()));
         thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 if stopped.load(Ordering::Relaxed) {
                     break;
                 }
                 let stop = stopped.clone();
-                thread::spawn(move || answer(stream, misbehaviour, &stop));
+                let refused = refused.clone();
+                thread::spawn(move || answer(stream, misbehaviour, &stop, &refused));
             }
         });
         FakeRegistry { host, stop }
@@ -62,8 +71,14 @@ impl Drop for FakeRegistry {
     }
 }
 
-/// Serves the requests of one connection as `misbehaviour` says.
-fn answer(stream: TcpStream, misbehaviour: Misbehaviour, stop: &AtomicBool) {
+/// Serves the requests of one connection as `misbehaviour` says;
+/// `refused` counts the 503 answers by path.
+fn answer(
+    stream: TcpStream,
+    misbehaviour: Misbehaviour,
+    stop: &AtomicBool,
+    refused: &Mutex<HashMap<String, u32>>,
+) {
     let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
     let mut writer = stream;
     loop {
@@ -84,6 +99,42 @@ fn answer(stream: TcpStream, misbehaviour: Misbehaviour, stop: &AtomicBool) {
                     thread::sleep(Duration::from_millis(100));
                 }
                 return;
+            }
+            Misbehaviour::Unavailable { failures } => {
+                let wasm = std::fs::read(component("hash")).expect("read a built component");
+                let (manifest, config) = manifest_of(&wasm);
+                let mut counts = refused.lock().unwrap();
+                let count = counts.entry(path.to_owned()).or_insert(0);
+                let body = if !(path.contains("/manifests/") || path.contains("/blobs/")) {
+                    Some(b"{}".to_vec())
+                } else if *count < failures {
+                    *count += 1;
+                    None
+                } else if path.contains("/manifests/") {
+                    Some(manifest.into_bytes())
+                } else if path.ends_with(&sha256(&config)[7..]) {
+                    Some(config)
+                } else {
+                    Some(wasm)
+                };
+                drop(counts);
+                let written = match body {
+                    Some(body) => {
+                        let head = format!(
+                            "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\nContent-Length: {}\r\n\r\n",
+                            body.len()
+                        );
+                        writer
+                            .write_all(head.as_bytes())
+                            .and_then(|()| writer.write_all(&body))
+                    }
+                    None => writer.write_all(
+                        b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nbusy",
+                    ),
+                };
+                if written.is_err() {
+                    return;
+                }
             }
             Misbehaviour::EndlessLayer => {
                 let config = b"{}".to_vec();
@@ -134,6 +185,28 @@ fn answer(stream: TcpStream, misbehaviour: Misbehaviour, stop: &AtomicBool) {
     }
 }
 
+/// The manifest (Wasm OCI artifact layout) of the component `wasm`, and
+/// its config blob.
+fn manifest_of(wasm: &[u8]) -> (String, Vec<u8>) {
+    let config = b"{}".to_vec();
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {
+            "mediaType": "application/vnd.wasm.config.v0+json",
+            "digest": sha256(&config),
+            "size": config.len(),
+        },
+        "layers": [{
+            "mediaType": "application/wasm",
+            "digest": sha256(wasm),
+            "size": wasm.len(),
+        }],
+    })
+    .to_string();
+    (manifest, config)
+}
+
 /// Runs `airlock pull` of one component, `hash`, named by `reference`;
 /// returns whether it succeeded and its stderr.
 fn pull(reference: &str, extra: &[&str]) -> (bool, String) {
@@ -155,7 +228,9 @@ fn pull(reference: &str, extra: &[&str]) -> (bool, String) {
     ];
     args.extend(extra.iter().map(|arg| (*arg).to_owned()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (status, _, stderr) = run_airlock(&args);
+    // The retries are logged at debug.
+    let log = [("AIRLOCK_LOG", Path::new("airlock=debug"))];
+    let (status, _, stderr) = run_airlock_with_env(&args, &log, Duration::from_secs(60));
     (status.success(), stderr)
 }
 
@@ -203,6 +278,60 @@ fn a_layer_that_streams_without_end_is_cut_at_its_listed_size() {
             .any(|line| line.contains("skipping component")
                 && line.contains(&registry.reference())
                 && line.contains("sent more than")),
+        "one line says why the pulled component is skipped:\n{stderr}"
+    );
+}
+
+#[test]
+fn a_registry_unavailable_twice_is_tried_again_and_its_component_pulled() {
+    let registry = FakeRegistry::start(Misbehaviour::Unavailable { failures: 2 });
+    let (pulled, stderr) = pull(&registry.reference(), &[]);
+    assert!(pulled, "pulled on the third try:\n{stderr}");
+    let retries = stderr
+        .lines()
+        .filter(|line| line.contains("trying again") && line.contains("503"))
+        .count();
+    assert_eq!(
+        retries, 4,
+        "one line per retry, twice for the manifest and twice for the layer:\n{stderr}"
+    );
+}
+
+#[test]
+fn a_registry_always_unavailable_is_given_up_on_after_the_retries() {
+    let registry = FakeRegistry::start(Misbehaviour::Unavailable { failures: u32::MAX });
+    let (pulled, stderr) = pull(&registry.reference(), &["--pull-retries", "1"]);
+    assert!(!pulled, "nothing was pulled:\n{stderr}");
+    assert!(
+        stderr.contains("not locked, nothing written")
+            && stderr.contains("its manifest could not be pulled (after 2 tries)")
+            && stderr.contains("503"),
+        "the failure says how many tries it had:\n{stderr}"
+    );
+
+    // Serving: the pulled component is skipped after the default retries,
+    // and the tools directory's component still serves.
+    let dir = tempfile::tempdir().unwrap();
+    let components = dir.path().join("components.toml");
+    std::fs::write(
+        &components,
+        format!("[remote]\nreference = \"{}\"\n", registry.reference()),
+    )
+    .unwrap();
+    let server = Airlock::new(&ToolsDir::with(&["hash"]))
+        .arg("--components")
+        .arg(&components)
+        .arg("--pull-cache-dir")
+        .arg(dir.path().join("pulled"))
+        .start_http();
+    airlock_e2e::flows::sha256(&server.client());
+    let stderr = server.stderr();
+    assert!(
+        stderr
+            .lines()
+            .any(|line| line.contains("skipping component")
+                && line.contains(&registry.reference())
+                && line.contains("after 4 tries")),
         "one line says why the pulled component is skipped:\n{stderr}"
     );
 }

@@ -3,6 +3,8 @@
 //! artifact layout: served beside the tools directory with their digest in
 //! the log and in `airlock inspect`, bad artifacts refused each with its
 //! reason while the others serve, a lock pinning digests while a tag moves,
+//! three hosts started with one lock serving its digest, a registry that
+//! requires a login pulled with Docker config or environment credentials,
 //! a registry down at start with a warm and with a cold cache, and cosign
 //! signatures checked before load (online, and offline from the cache),
 //! and Sigstore bundles (keyless, or with a key) attached as OCI referrers
@@ -281,6 +283,118 @@ fn a_lock_pins_the_digest_while_the_tag_moves() {
         unlocked.client().tool_names(),
         ["summarize"],
         "the tag, now moved"
+    );
+}
+
+#[test]
+fn three_hosts_started_with_one_lock_serve_the_locked_digest_after_the_tag_moves() {
+    let registry = OciRegistry::start();
+    let locked = registry.push_component("tools/moving", "stable", &wasm("hash"));
+    let supply = Supply::new(&[("moving", format!("{}/tools/moving:stable", registry.host()))]);
+    let (pulled, stderr) = supply.pull();
+    assert!(pulled, "airlock pull: {stderr}");
+    let moved = registry.push_component("tools/moving", "stable", &wasm("summarize"));
+    assert_ne!(moved, locked);
+
+    // Three hosts of a fleet: the same lock, each with a cold cache of its
+    // own, so each pulls from the registry.
+    let caches: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let hosts: Vec<HttpServer> = caches
+        .iter()
+        .map(|cache| {
+            Airlock::new(&ToolsDir::new())
+                .args(supply.args(cache.path()))
+                .arg("--lock")
+                .arg(supply.lock())
+                .start_http()
+        })
+        .collect();
+    for host in &hosts {
+        assert_eq!(
+            host.client().tool_names(),
+            ["sha256"],
+            "the locked digest is served, not the tag's new one"
+        );
+        let stderr = host.stderr();
+        assert!(
+            line_with(
+                &stderr,
+                &["component pulled", "tools/moving:stable", &locked]
+            )
+            .is_some()
+                && !stderr.contains(&moved),
+            "the host pulled the locked digest:\n{stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_registry_that_requires_a_login_is_pulled_with_docker_config_or_environment_credentials() {
+    use base64::Engine as _;
+    let registry = OciRegistry::start_with_login("fleet", "s3cret");
+    let digest = registry.push_component("tools/hash", "1", &wasm("hash"));
+    let reference = format!("{}/tools/hash:1", registry.host());
+    let supply = Supply::new(&[("hash", reference.clone())]);
+    let docker = tempfile::tempdir().unwrap();
+    let login = |password: &str| {
+        let auth = base64::engine::general_purpose::STANDARD.encode(format!("fleet:{password}"));
+        let config = format!(
+            r#"{{"auths": {{"{}": {{"auth": "{auth}"}}}}}}"#,
+            registry.host()
+        );
+        std::fs::write(docker.path().join("config.json"), config).unwrap();
+    };
+    let pull = |envs: &[(&str, &Path)]| {
+        let mut args = vec!["pull".to_owned()];
+        args.extend(supply.args(&supply.cache()));
+        args.extend(["--lock".to_owned(), supply.lock().display().to_string()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (status, _, stderr) =
+            airlock_e2e::run_airlock_with_env(&args, envs, std::time::Duration::from_secs(60));
+        (status.success(), stderr)
+    };
+
+    // The Docker config's entry for this registry.
+    login("s3cret");
+    let (pulled, stderr) = pull(&[("DOCKER_CONFIG", docker.path())]);
+    assert!(pulled, "airlock pull with the Docker config: {stderr}");
+    let lock = std::fs::read_to_string(supply.lock()).unwrap();
+    assert!(lock.contains(&digest), "{lock}");
+
+    // A wrong password: refused, saying so.
+    login("wrong");
+    let (pulled, stderr) = pull(&[("DOCKER_CONFIG", docker.path())]);
+    assert!(!pulled, "a wrong password pulls nothing:\n{stderr}");
+    assert!(
+        line_with(&stderr, &[&reference, "401 Unauthorized", "credentials"]).is_some(),
+        "the refusal names the reference and says the credentials were refused:\n{stderr}"
+    );
+
+    // The environment wins over that Docker config: a host with a cold cache serves.
+    let cold = tempfile::tempdir().unwrap();
+    let server = Airlock::new(&ToolsDir::new())
+        .args(supply.args(cold.path()))
+        .env("DOCKER_CONFIG", docker.path())
+        .env("AIRLOCK_REGISTRY_BASIC_AUTH", "fleet:s3cret")
+        .start_http();
+    assert_eq!(server.client().tool_names(), ["sha256"]);
+    let stderr = server.stderr();
+    assert!(
+        line_with(&stderr, &["component pulled", &reference, &digest]).is_some(),
+        "{stderr}"
+    );
+
+    // A Docker config naming only a credential helper for it: a clear error.
+    let helper = format!(
+        r#"{{"credHelpers": {{"{}": "ecr-login"}}}}"#,
+        registry.host()
+    );
+    std::fs::write(docker.path().join("config.json"), helper).unwrap();
+    let (pulled, stderr) = pull(&[("DOCKER_CONFIG", docker.path())]);
+    assert!(!pulled);
+    assert!(
+        stderr.contains("docker-credential-ecr-login") && stderr.contains(&registry.host()),
+        "the error names the helper and the registry:\n{stderr}"
     );
 }
 

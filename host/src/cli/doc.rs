@@ -90,6 +90,8 @@ const OTHER_VARIABLES: &str = "
 | variable | meaning |
 |---|---|
 | `AIRLOCK_STATE_KEYS` | state keys, comma- or newline-separated; used when no `--state-keys-file` is given |
+| `AIRLOCK_REGISTRY_TOKEN` | bearer token sent to every registry; used when neither `--registry-token-file` nor `--registry-basic-auth-file` is given |
+| `AIRLOCK_REGISTRY_BASIC_AUTH` | `user:password` for basic authentication to every registry; used when none of `--registry-token-file`, `--registry-basic-auth-file`, `AIRLOCK_REGISTRY_TOKEN` is given |
 | `AIRLOCK_LOG` | log filter, e.g. `debug` or `airlock=debug` (default `info`) |
 ";
 

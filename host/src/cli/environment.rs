@@ -16,8 +16,17 @@ pub fn variable(long: &str) -> String {
 /// The variable that filters the log (read by the logger, not an option).
 pub(super) const LOG_FILTER: &str = "AIRLOCK_LOG";
 
+/// The variables read besides the options' own: the log filter, and
+/// secrets better kept off a command line.
+const NON_OPTION_VARIABLES: [&str; 4] = [
+    LOG_FILTER,
+    crate::sealing::STATE_KEYS_ENV,
+    crate::supply::credentials::TOKEN_ENV,
+    crate::supply::credentials::BASIC_AUTH_ENV,
+];
+
 /// The names among `names` that look like Airlock's (`AIRLOCK_*`) but are
-/// neither an option's variable nor [`LOG_FILTER`]: most likely a typo,
+/// neither an option's variable nor one of [`NON_OPTION_VARIABLES`]: most likely a typo,
 /// which would otherwise be ignored without a word.
 pub(super) fn unknown_variables(
     command: &Command,
@@ -27,18 +36,19 @@ pub(super) fn unknown_variables(
     names
         .into_iter()
         .map(|name| name.to_string_lossy().into_owned())
-        .filter(|name| name.starts_with("AIRLOCK_") && name != LOG_FILTER && !known.contains(name))
+        .filter(|name| name.starts_with("AIRLOCK_") && !known.contains(name))
         .collect()
 }
 
 /// The environment variable of every option of every subcommand of
-/// `command` (made by [`with_variables`]).
+/// `command` (made by [`with_variables`]), and the [`NON_OPTION_VARIABLES`].
 pub(super) fn every_variable(command: &Command) -> BTreeSet<String> {
     command
         .get_subcommands()
         .flat_map(Command::get_arguments)
         .filter_map(|arg| arg.get_env())
         .map(|name| name.to_string_lossy().into_owned())
+        .chain(NON_OPTION_VARIABLES.map(str::to_owned))
         .collect()
 }
 

@@ -32,14 +32,25 @@ pub struct SupplyOptions {
     #[arg(long, value_name = "DURATION", default_value = "60s",
           value_parser = values::duration(Duration::from_millis(100)))]
     pub pull_timeout: Duration,
+    /// How many times a registry request (a manifest, a layer, a referrer) that failed for a
+    /// reason that passes (connection refused or reset, 429, 502, 503, 504) is tried again, after
+    /// a delay doubling from 200ms (at most 5s) with a random part cut; all within --pull-timeout.
+    /// Other failures are final at once.
+    #[arg(long, value_name = "N", default_value_t = 3,
+          value_parser = clap::value_parser!(u32).range(0..=10))]
+    pub pull_retries: u32,
     /// Registry (`host[:port]`) reached over plain HTTP; repeatable. Loopback registries always
     /// are; every other one is reached over HTTPS.
     #[arg(long = "plain-http-registry", value_name = "HOST")]
     pub plain_http_registries: Vec<String>,
-    /// File holding a bearer token sent to registries.
+    /// File holding a bearer token sent to every registry. Without it or
+    /// --registry-basic-auth-file: AIRLOCK_REGISTRY_TOKEN, else AIRLOCK_REGISTRY_BASIC_AUTH, else
+    /// each registry's entry of the Docker config ($DOCKER_CONFIG/config.json, else
+    /// ~/.docker/config.json).
     #[arg(long, value_name = "FILE", conflicts_with = "registry_basic_auth_file")]
     pub registry_token_file: Option<PathBuf>,
-    /// File holding `user:password` for basic authentication to registries.
+    /// File holding `user:password` for basic authentication to every registry (it wins over the
+    /// environment and the Docker config, as --registry-token-file does).
     #[arg(long, value_name = "FILE")]
     pub registry_basic_auth_file: Option<PathBuf>,
     /// Public key (PEM, ECDSA P-256, as `cosign generate-key-pair` writes `cosign.pub`) trusted to
@@ -86,6 +97,7 @@ impl SupplyOptions {
             cache_dir,
             registry: RegistrySettings {
                 timeout: self.pull_timeout,
+                retries: self.pull_retries,
                 max_bytes,
                 plain_http: self.plain_http_registries,
                 token_file: self.registry_token_file,

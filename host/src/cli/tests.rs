@@ -535,8 +535,24 @@ fn no_manifest_may_copy_airlocks_own_configuration() {
         "AIRLOCK_STATE_KEYS_FILE",
         "AIRLOCK_OTLP_ENDPOINT",
         "AIRLOCK_MAX_COMPONENT_SIZE",
+        "AIRLOCK_STATE_KEYS",
+        "AIRLOCK_REGISTRY_TOKEN",
+        "AIRLOCK_REGISTRY_BASIC_AUTH",
     ] {
         assert!(own.contains(variable), "{variable} is missing: {own:?}");
     }
     assert!(own.iter().all(|v| v.starts_with("AIRLOCK_")), "{own:?}");
+}
+
+#[test]
+fn variables_read_besides_the_options_are_not_called_typos() {
+    let names = [
+        "AIRLOCK_LOG",
+        "AIRLOCK_STATE_KEYS",
+        "AIRLOCK_REGISTRY_TOKEN",
+        "AIRLOCK_REGISTRY_BASIC_AUTH",
+        "AIRLOCK_REGISTRY_TOKN",
+    ];
+    let unknown = environment::unknown_variables(&command(), names.map(OsString::from));
+    assert_eq!(unknown, ["AIRLOCK_REGISTRY_TOKN"]);
 }

@@ -73,7 +73,7 @@ impl Components {
         let mut components = Vec::new();
         for (name, entry) in entries {
             check_name(&name)?;
-            let reference = Reference::try_from(entry.reference.as_str()).map_err(|err| {
+            let reference = super::reference::parse(&entry.reference).map_err(|err| {
                 anyhow::anyhow!("[{name}] reference = {:?}: {err}", entry.reference)
             })?;
             let manifest = match entry.manifest {

@@ -6,6 +6,9 @@
 //! resolved to the digest of its manifest, which must be the Wasm OCI
 //! artifact layout: one `application/wasm` layer ([`pull`]). Every blob's
 //! digest is checked, and blobs are kept in a cache by digest ([`store`]).
+//! Each registry is sent the credentials chosen for its host
+//! ([`credentials`]), and a request that fails for a reason that passes is
+//! tried again ([`retry`]).
 //! Each component is then staged as `served/sha256-<digest>/NAME.wasm` with
 //! its manifest `NAME.toml` beside it, and loaded by the registry exactly
 //! like a file of the tools directory: so the digest is in every log line,
@@ -29,11 +32,14 @@
 mod bundle;
 mod certificate;
 pub mod components;
+pub mod credentials;
 mod digest;
 pub mod lock;
 mod pull;
+mod reference;
 mod referrers;
 pub mod refresh;
+mod retry;
 pub mod signature;
 mod store;
 pub mod trust;
@@ -57,14 +63,19 @@ use self::trust::{Identity, KeylessTrust};
 /// Where to reach registries, and the bounds of every pull.
 #[derive(Debug, Clone)]
 pub struct RegistrySettings {
-    /// The longest one component's pull may take (manifest and blob).
+    /// The longest one component's pull may take (manifest and blob),
+    /// its retries included.
     pub timeout: Duration,
+    /// How many times a request that failed for a reason that passes is
+    /// tried again (`--pull-retries`).
+    pub retries: u32,
     /// The largest component blob (`--max-component-size`).
     pub max_bytes: u64,
     /// Registries (`host[:port]`) reached over plain HTTP besides loopback
     /// ones.
     pub plain_http: Vec<String>,
-    /// A file holding a bearer token for every registry.
+    /// A file holding a bearer token for every registry (else
+    /// [`credentials::TOKEN_ENV`], else each registry's Docker config entry).
     pub token_file: Option<PathBuf>,
     /// A file holding `user:password` for basic auth to every registry.
     pub basic_auth_file: Option<PathBuf>,
@@ -148,7 +159,7 @@ async fn verify(
 ) -> Result<&'static str, PullError> {
     let manifest = puller
         .parts()
-        .2
+        .0
         .read(digest, MAX_MANIFEST_BYTES)
         .ok_or_else(|| PullError::refused("its manifest is no longer in the cache".to_owned()))?;
     let bundles = match puller.bundles(&wanted.reference, digest).await {

@@ -2,10 +2,11 @@
 //! OCI artifact layout (one `application/wasm` layer), then its layer, each
 //! checked against its digest and bounded in size and time.
 
+use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::OnceLock;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use futures_util::StreamExt as _;
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::errors::OciDistributionError;
@@ -15,7 +16,9 @@ use oci_client::{Client, Reference};
 
 use super::RegistrySettings;
 use super::components::Components;
+use super::credentials::Credentials;
 use super::digest::{sha256_hex, sha256_of};
+use super::retry::{Tried, with_retries};
 use super::signature::{PAYLOAD_MEDIA_TYPE, SIGNATURE_ANNOTATION, signature_tag};
 use super::store::{Pulled, Store};
 use crate::units::format_size;
@@ -68,8 +71,12 @@ impl PullError {
 
 /// An OCI registry client with the settings of every pull.
 pub(super) struct Puller {
-    client: Client,
-    auth: RegistryAuth,
+    /// Made at the first request (see [`Puller::client`]).
+    client: OnceLock<Result<Client, String>>,
+    /// Registries reached over plain HTTP.
+    plain_http: Vec<String>,
+    /// What is sent to each registry (`host[:port]`) of the components.
+    auths: HashMap<String, RegistryAuth>,
     store: Store,
     settings: RegistrySettings,
 }
@@ -83,6 +90,14 @@ impl Puller {
         store: Store,
     ) -> anyhow::Result<Puller> {
         crate::tls::use_ring();
+        let credentials = Credentials::read(settings)?;
+        let mut auths = HashMap::new();
+        for wanted in components.iter() {
+            let registry = wanted.reference.resolve_registry();
+            if !auths.contains_key(registry) {
+                auths.insert(registry.to_owned(), credentials.for_registry(registry)?);
+            }
+        }
         let mut plain_http = settings.plain_http.clone();
         plain_http.extend(
             components
@@ -90,21 +105,34 @@ impl Puller {
                 .map(|wanted| wanted.reference.resolve_registry().to_owned())
                 .filter(|registry| is_loopback(registry)),
         );
-        let client = Client::try_from(ClientConfig {
-            protocol: ClientProtocol::HttpsExcept(plain_http),
-            connect_timeout: Some(settings.timeout),
-            read_timeout: Some(settings.timeout),
-            // A component is one layer: an index is refused, not resolved.
-            platform_resolver: None,
-            ..ClientConfig::default()
-        })
-        .context("cannot make the registry client")?;
         Ok(Puller {
-            client,
-            auth: auth(settings)?,
+            client: OnceLock::new(),
+            plain_http,
+            auths,
             store,
             settings: settings.clone(),
         })
+    }
+
+    /// The registry client, made at its first use: a start that takes every
+    /// component from the cache never makes it (making it loads the
+    /// system's root certificates, which takes longer than the rest of
+    /// such a start).
+    pub(super) fn client(&self) -> Result<&Client, PullError> {
+        self.client
+            .get_or_init(|| {
+                Client::try_from(ClientConfig {
+                    protocol: ClientProtocol::HttpsExcept(self.plain_http.clone()),
+                    connect_timeout: Some(self.settings.timeout),
+                    read_timeout: Some(self.settings.timeout),
+                    // A component is one layer: an index is refused, not resolved.
+                    platform_resolver: None,
+                    ..ClientConfig::default()
+                })
+                .map_err(|err| format!("cannot make the registry client: {err}"))
+            })
+            .as_ref()
+            .map_err(|err| PullError::Unreachable(err.clone()))
     }
 
     /// The component at `reference`, pinned to the manifest digest
@@ -130,18 +158,19 @@ impl Puller {
     /// with the digest served; what is then pulled is checked like any pull.
     pub(super) async fn resolve(&self, reference: &Reference) -> Result<String, PullError> {
         let timeout = self.settings.timeout;
-        tokio::time::timeout(
-            timeout,
-            self.client.fetch_manifest_digest(reference, &self.auth),
-        )
-        .await
-        .unwrap_or_else(|_| {
-            Err(OciDistributionError::GenericError(Some(format!(
-                "no answer within --pull-timeout ({})",
-                humantime::format_duration(timeout)
-            ))))
-        })
-        .map_err(|err| failure("its tag could not be resolved", err))
+        let what = "its tag could not be resolved";
+        let client = self.client()?;
+        let digest = self.request(what, || {
+            client.fetch_manifest_digest(reference, self.auth(reference))
+        });
+        tokio::time::timeout(timeout, digest)
+            .await
+            .unwrap_or_else(|_| {
+                Err(PullError::refused(format!(
+                    "{what}: no answer within --pull-timeout ({})",
+                    humantime::format_duration(timeout)
+                )))
+            })
     }
 
     fn cached(&self, digest: &str) -> Option<Pulled> {
@@ -164,11 +193,12 @@ impl Puller {
             Some(digest) => reference.clone_with_digest(digest.to_owned()),
             None => reference.clone(),
         };
+        let client = self.client()?;
         let (manifest, _) = self
-            .client
-            .pull_manifest_raw(&by, &self.auth, &[OCI_IMAGE_MEDIA_TYPE])
-            .await
-            .map_err(|err| failure("its manifest could not be pulled", err))?;
+            .request("its manifest could not be pulled", || {
+                client.pull_manifest_raw(&by, self.auth(&by), &[OCI_IMAGE_MEDIA_TYPE])
+            })
+            .await?;
         if manifest.len() as u64 > MAX_MANIFEST_BYTES {
             return Err(PullError::refused(format!(
                 "its manifest is larger than {}",
@@ -210,11 +240,12 @@ impl Puller {
         layer: &OciDescriptor,
     ) -> Result<Vec<u8>, PullError> {
         let limit = u64::try_from(layer.size).unwrap_or(0);
+        let client = self.client()?;
         let mut stream = self
-            .client
-            .pull_blob_stream(reference, layer)
-            .await
-            .map_err(|err| failure("its layer could not be pulled", err))?
+            .request("its layer could not be pulled", || {
+                client.pull_blob_stream(reference, layer)
+            })
+            .await?
             .stream;
         let mut wasm = Vec::new();
         while let Some(chunk) = stream.next().await {
@@ -280,14 +311,17 @@ impl Puller {
         let manifest = match self.store.read_signature(digest) {
             Some(manifest) => manifest,
             None => {
+                let client = self.client()?;
                 let (manifest, _) = self
-                    .client
-                    .pull_manifest_raw(&by, &self.auth, &[OCI_IMAGE_MEDIA_TYPE])
+                    .request(
+                        &format!("its signature `{tag}` could not be pulled"),
+                        || client.pull_manifest_raw(&by, self.auth(&by), &[OCI_IMAGE_MEDIA_TYPE]),
+                    )
                     .await
-                    .map_err(|err| match failure("", err) {
-                        PullError::Refused { reason, .. } => PullError::refused(format!(
-                            "it is unsigned: its signature `{tag}` could not be pulled{reason}"
-                        )),
+                    .map_err(|err| match err {
+                        PullError::Refused { reason, .. } => {
+                            PullError::refused(format!("it is unsigned: {reason}"))
+                        }
                         unreachable => unreachable,
                     })?;
                 manifest.to_vec()
@@ -339,10 +373,30 @@ impl Puller {
         Ok(layers)
     }
 
-    /// The registry client, the authentication it sends, the cache and the
-    /// time one pull may take (for the pulls of other modules).
-    pub(super) fn parts(&self) -> (&Client, &RegistryAuth, &Store, std::time::Duration) {
-        (&self.client, &self.auth, &self.store, self.settings.timeout)
+    /// The cache and the time one pull may take (for the pulls of other
+    /// modules).
+    pub(super) fn parts(&self) -> (&Store, std::time::Duration) {
+        (&self.store, self.settings.timeout)
+    }
+
+    /// Sends `request`, tried again after failures that pass (see
+    /// [`retry`](super::retry)); a failure says `what` could not be done.
+    pub(super) async fn request<T, F, Fut>(&self, what: &str, request: F) -> Result<T, PullError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, OciDistributionError>>,
+    {
+        with_retries(self.settings.retries, what, request)
+            .await
+            .map_err(|tried| failure(what, tried))
+    }
+
+    /// What is sent to the registry of `reference`.
+    pub(super) fn auth(&self, reference: &Reference) -> &RegistryAuth {
+        static ANONYMOUS: RegistryAuth = RegistryAuth::Anonymous;
+        self.auths
+            .get(reference.resolve_registry())
+            .unwrap_or(&ANONYMOUS)
     }
 
     /// Keeps `bytes`, whose digest `digest` was checked, in the cache.
@@ -383,34 +437,24 @@ fn wasm_layer(manifest: &[u8], max_bytes: u64) -> Result<OciDescriptor, String> 
     }
 }
 
-/// Tells an unreachable registry from one that refused.
-pub(super) fn failure(what: &str, err: OciDistributionError) -> PullError {
+/// Tells an unreachable registry from one that refused, saying how many
+/// tries the request had if it had more than one.
+fn failure(what: &str, tried: Tried) -> PullError {
+    let Tried { err, tries } = tried;
+    let what = if tries > 1 {
+        format!("{what} (after {tries} tries)")
+    } else {
+        what.to_owned()
+    };
     match err {
         OciDistributionError::RequestError(err) if err.is_connect() || err.is_timeout() => {
             PullError::Unreachable(format!("{what}: {err}"))
         }
+        OciDistributionError::UnauthorizedError { url } => PullError::refused(format!(
+            "{what}: the registry answered 401 Unauthorized at {url}: the credentials sent to it are missing or wrong"
+        )),
         err => PullError::refused(format!("{what}: {err}")),
     }
-}
-
-/// The authentication sent to every registry.
-fn auth(settings: &RegistrySettings) -> anyhow::Result<RegistryAuth> {
-    let read = |path: &std::path::Path| {
-        std::fs::read_to_string(path)
-            .map(|text| text.trim().to_owned())
-            .with_context(|| format!("cannot read {}", path.display()))
-    };
-    if let Some(path) = &settings.token_file {
-        return Ok(RegistryAuth::Bearer(read(path)?));
-    }
-    if let Some(path) = &settings.basic_auth_file {
-        let text = read(path)?;
-        let (user, password) = text
-            .split_once(':')
-            .with_context(|| format!("{}: expected `user:password`", path.display()))?;
-        return Ok(RegistryAuth::Basic(user.to_owned(), password.to_owned()));
-    }
-    Ok(RegistryAuth::Anonymous)
 }
 
 /// Whether `registry` (`host[:port]`) is this machine.

@@ -13,7 +13,7 @@ use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciImageManifest};
 
 use super::bundle::BUNDLE_MEDIA_TYPE;
 use super::digest::sha256_of;
-use super::pull::{MAX_MANIFEST_BYTES, PullError, Puller, failure, within_pull_timeout};
+use super::pull::{MAX_MANIFEST_BYTES, PullError, Puller, within_pull_timeout};
 use crate::units::format_size;
 
 /// Most referrers of one manifest looked at for its Sigstore bundles.
@@ -28,7 +28,7 @@ impl Puller {
         reference: &Reference,
         digest: &str,
     ) -> Result<Vec<Vec<u8>>, PullError> {
-        let (_, _, store, timeout) = self.parts();
+        let (store, timeout) = self.parts();
         if let Some(digests) = store.read_bundles(digest) {
             let kept: Option<Vec<Vec<u8>>> = digests
                 .iter()
@@ -51,12 +51,14 @@ impl Puller {
         reference: &Reference,
         digest: &str,
     ) -> Result<Vec<Vec<u8>>, PullError> {
-        let (client, auth, store, _) = self.parts();
+        let (store, _) = self.parts();
+        let client = self.client()?;
         let subject = reference.clone_with_digest(digest.to_owned());
-        let index = client
-            .pull_referrers(&subject, Some(BUNDLE_MEDIA_TYPE))
-            .await
-            .map_err(|err| failure("its referrers could not be listed", err))?;
+        let index = self
+            .request("its referrers could not be listed", || {
+                client.pull_referrers(&subject, Some(BUNDLE_MEDIA_TYPE))
+            })
+            .await?;
         let mut bundles = Vec::new();
         let mut digests = Vec::new();
         // A component has one or two bundles; a registry listing more is
@@ -68,10 +70,11 @@ impl Puller {
                 continue;
             }
             let by = reference.clone_with_digest(entry.digest.clone());
-            let (manifest, _) = client
-                .pull_manifest_raw(&by, auth, &[OCI_IMAGE_MEDIA_TYPE])
-                .await
-                .map_err(|err| failure("its referrer could not be pulled", err))?;
+            let (manifest, _) = self
+                .request("its referrer could not be pulled", || {
+                    client.pull_manifest_raw(&by, self.auth(&by), &[OCI_IMAGE_MEDIA_TYPE])
+                })
+                .await?;
             if sha256_of(&manifest) != entry.digest {
                 return Err(PullError::refused(format!(
                     "its referrer {} does not have that digest (tampered or corrupted)",
