@@ -4,8 +4,12 @@
 //! Loading a directory is forgiving about single components and strict about
 //! the whole: a file that is not a usable component (not a component at all,
 //! fails to compile, exports none of the `airlock:mcp` interfaces, traps
-//! while listing, or describes what it serves badly) is skipped with one
-//! `warn!` line naming the file and the reason, and the others still load.
+//! while listing, or describes what it serves badly), or whose manifest is
+//! invalid, is skipped with one `warn!` line naming the file and the reason,
+//! and the others still load. On a reload, a component served until then
+//! whose file or manifest changed into one that cannot be loaded keeps
+//! serving its previous version, with one `error!` line naming the file and
+//! the reason (for a manifest, its line), until a later change loads.
 //!
 //! Names must be unique across the directory: two components that list the
 //! same tool name, prompt name, resource URI or resource template make the
@@ -42,7 +46,7 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
 use futures_util::StreamExt as _;
-use tracing::warn;
+use tracing::{error, warn};
 
 use self::cache::CompileCache;
 use self::component::{Component, ComponentStamp};
@@ -383,8 +387,9 @@ impl Registry {
 
     /// Loads `dir` again, reusing every component of `self` whose file and
     /// manifest have not changed (same path, size, modification time and
-    /// inode). Fails
-    /// like [`Registry::load`]; `self` is untouched either way.
+    /// inode), and keeping the version of `self` of a component whose new
+    /// version cannot be loaded. Fails like [`Registry::load`]; `self` is
+    /// untouched either way.
     pub async fn reload(
         &self,
         runtime: &Arc<Runtime>,
@@ -413,10 +418,21 @@ impl Registry {
                 }
                 match Component::load(runtime, &path, cache).await {
                     Ok(component) => Some(Arc::new(component)),
-                    Err(reason) => {
-                        warn!(file = %path.display(), "skipping component: {reason}");
-                        None
-                    }
+                    Err(reason) => match self.components.iter().find(|c| c.path == path) {
+                        // Served until now: a typo in its manifest, or a
+                        // broken build copied over it, must not take it away.
+                        Some(previous) => {
+                            error!(
+                                file = %path.display(),
+                                "keeping the previous version of the component, its new version cannot be loaded: {reason}"
+                            );
+                            Some(previous.clone())
+                        }
+                        None => {
+                            warn!(file = %path.display(), "skipping component: {reason}");
+                            None
+                        }
+                    },
                 }
             });
         // Several at once (reading, compiling and listing each take
