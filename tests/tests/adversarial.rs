@@ -21,9 +21,9 @@ use airlock_e2e::hostile::{
     ANSWERED_WITHIN, airlock, answer, assert_limit, assert_ok, assert_refused, assert_sha256_works,
     call, serve, toml_path, tools_with,
 };
-use airlock_e2e::mcp::{complete, error_code, is_error, text};
+use airlock_e2e::mcp::{complete, is_error, text};
 use airlock_e2e::paths::airlock_bin;
-use airlock_e2e::{Http, HttpServer, McpClient, ToolsDir, code, wait_until};
+use airlock_e2e::{Http, HttpServer, McpClient, ToolsDir, wait_until};
 use serde_json::{Value, json};
 
 /// What a hostile call got, and how the well-behaved tool fared meanwhile.
@@ -898,23 +898,40 @@ fn manifest_changes_while_running_take_effect() {
     assert_ok(&call(&client, "env_all", json!({})), "GREETING,OTHER");
     assert_ok(&call(&client, "env", json!({"name": "GREETING"})), "hello");
 
-    // Broken (a secret without a secrets file): the component is
-    // skipped, the others still serve.
+    // Broken (a secret without a secrets file, then a typo): the last good
+    // version keeps serving, and an error line says why, naming the
+    // manifest (and the line of the typo).
     change_manifest(
         &server,
         &tools,
         Some("[env]\nGREETING = { secret = \"absent\" }\n"),
     );
-    assert_eq!(client.tool_names(), ["sha256"]);
-    let response = call(&client, "env_all", json!({}));
-    assert_eq!(error_code(&response), code::INVALID_PARAMS, "{response}");
+    assert_ok(&call(&client, "env", json!({"name": "GREETING"})), "hello");
     assert_sha256_works(&client);
+    change_manifest(
+        &server,
+        &tools,
+        Some("[env]\nGREETING = { value = \"hey\" }\n\n[limits]\nmemroy = \"16MiB\"\n"),
+    );
+    assert_ok(&call(&client, "env", json!({"name": "GREETING"})), "hello");
     let log = server.stderr();
-    assert_eq!(
-        log_lines(&log, &["skipping component", "hostile.toml", "GREETING"]).len(),
-        1,
+    let kept = ["ERROR", "keeping the previous version", "hostile.toml"];
+    assert!(
+        !log_lines(&log, &[&kept[..], &["GREETING", "secret"]].concat()).is_empty(),
         "{log}"
     );
+    assert!(
+        !log_lines(&log, &[&kept[..], &["hostile.toml:5:", "memroy"]].concat()).is_empty(),
+        "{log}"
+    );
+
+    // Fixed: the new version serves.
+    change_manifest(
+        &server,
+        &tools,
+        Some("[env]\nGREETING = { value = \"hey\" }\n"),
+    );
+    assert_ok(&call(&client, "env", json!({"name": "GREETING"})), "hey");
 
     // Removed: nothing granted again.
     change_manifest(&server, &tools, None);

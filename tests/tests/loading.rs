@@ -1,5 +1,6 @@
 //! Loading the tools directory: bad components are skipped with a log line
-//! naming them, duplicate tool names and bad directories stop the server,
+//! naming them, duplicate tool names and bad directories stop the server
+//! (a manifest's `name-prefix` serves two components of the same names),
 //! the compiled-component cache is reused, and many components load
 //! together. What is not a regular file is refused without waiting on it,
 //! what is too large is refused by its size before it is read, and what a
@@ -120,6 +121,50 @@ fn duplicate_tool_names_refuse_to_start() {
         "the error should name both files:\n{stderr}"
     );
     assert!(stderr.contains("sha256"), "and the tool name:\n{stderr}");
+}
+
+/// What the probe's `env` tool (called as `name`) says `WHO` is.
+fn who_answers(client: &dyn McpClient, name: &str) -> String {
+    let response = client.call(&ToolCall::new(name, json!({})));
+    let seen: Value = serde_json::from_str(&text(complete(&response))).unwrap();
+    seen["vars"]["WHO"].as_str().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn a_name_prefix_serves_two_components_of_the_same_names() {
+    let tools = ToolsDir::new();
+    tools.add_as("probe", "a.wasm");
+    tools.add_as("probe", "b.wasm");
+    tools.add_bytes("a.toml", b"[env]\nWHO = { value = \"a\" }\n");
+    tools.add_bytes("b.toml", b"[env]\nWHO = { value = \"b\" }\n");
+    let (status, stderr) = Airlock::new(&tools).run_expecting_exit();
+    assert!(!status.success(), "a clash must refuse to start:\n{stderr}");
+    assert!(
+        stderr.contains("a.wasm") && stderr.contains("b.wasm") && stderr.contains("name-prefix"),
+        "the error should name both files and the manifest key that serves both:\n{stderr}"
+    );
+
+    tools.add_bytes(
+        "b.toml",
+        b"name-prefix = \"b_\"\n\n[env]\nWHO = { value = \"b\" }\n\n[tools.env]\nallow = [\"anyone\"]\n",
+    );
+    let server = Airlock::new(&tools).start_http();
+    let client = server.client();
+    let names = client.tool_names();
+    assert!(
+        names.iter().any(|n| n == "env") && names.iter().any(|n| n == "b_env"),
+        "both serve, b's tools under its prefix: {names:?}"
+    );
+    assert_eq!(who_answers(&client, "env"), "a");
+    assert_eq!(who_answers(&client, "b_env"), "b");
+
+    // A multi-round call of the prefixed tool: the component sees its own
+    // name in every round, and the sealed state leads back to it.
+    let call = ToolCall::new("b_count_rounds", json!({"rounds": 2}));
+    let first = client.call(&call);
+    let asked = airlock_e2e::mcp::input_required(&first);
+    let done = client.call(&call.retry(asked, Value::Null));
+    assert_eq!(text(complete(&done)), "1,1", "{done}");
 }
 
 #[test]

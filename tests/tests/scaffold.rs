@@ -89,6 +89,11 @@ fn a_new_tool_builds_with_cargo_and_cargo_component_and_serves() {
         run_airlock(&["new", NAME, "--dir", parent.path().to_str().unwrap()]);
     assert!(status.success(), "{status}: {stdout}{stderr}");
     let dir = parent.path().join(NAME);
+    let said = dir.join("target/wasm32-wasip2/release").join(WASM);
+    assert!(
+        stdout.contains("`cargo build --release`") && stdout.contains(said.to_str().unwrap()),
+        "it says how to build and where the component lands: {stdout}"
+    );
     assert!(dir.join("Cargo.toml").is_file(), "{stdout}");
     assert!(
         dir.join("vendor/airlock-guest/Cargo.toml").is_file(),
@@ -103,7 +108,7 @@ fn a_new_tool_builds_with_cargo_and_cargo_component_and_serves() {
     let target: PathBuf = target_dir().join("scaffold-e2e");
 
     let mut tests = in_crate("cargo", &dir, &target);
-    tests.args(["test", "--offline"]);
+    tests.args(["test", "--offline", "--target", "host-tuple"]);
     run(tests);
 
     // Each build's file where the crate's README says it is (none left
@@ -113,14 +118,9 @@ fn a_new_tool_builds_with_cargo_and_cargo_component_and_serves() {
         let _ = std::fs::remove_file(file);
     }
 
+    // No `--target`: the crate's default is wasm32-wasip2.
     let mut plain = in_crate("cargo", &dir, &target);
-    plain.args([
-        "build",
-        "--offline",
-        "--release",
-        "--target",
-        "wasm32-wasip2",
-    ]);
+    plain.args(["build", "--offline", "--release"]);
     run(plain);
     serve_and_call(&plain_file);
 

@@ -282,10 +282,42 @@ airlock_e2e::over_both_transports! {
     cancelling_a_task_ends_it: "everything" => flows::cancel;
 }
 
+/// The log filter of these tests' servers: the runner's lines of each
+/// round, which the tests wait for, are debug lines.
+const ROUND_LOGS: &str = "info,airlock::tasks::runner=debug";
+
 /// A server on the `everything` sample with `args`.
 fn serve(args: &[&str]) -> HttpServer {
     let tools = ToolsDir::with(&["everything"]);
-    Airlock::new(&tools).args(args).start_http()
+    Airlock::new(&tools)
+        .env("AIRLOCK_LOG", ROUND_LOGS)
+        .args(args)
+        .start_http()
+}
+
+#[test]
+fn a_task_is_one_info_line_when_it_ends_and_its_rounds_are_debug_lines() {
+    // The default log filter (info).
+    let server = Airlock::new(&ToolsDir::with(&["everything"])).start_http();
+    let client = server.client();
+    let id = create(
+        &client,
+        "slow_compute",
+        json!({"seconds": 0.1, "label": "quick"}),
+    );
+    wait_status(&client, &id, "completed");
+    server.wait_for_log("task ended");
+    let log = server.stderr();
+    let ended: Vec<&str> = log.lines().filter(|l| l.contains("task ended")).collect();
+    assert_eq!(ended.len(), 1, "{log}");
+    assert!(
+        ended[0].contains("INFO") && ended[0].contains(&id) && ended[0].contains("completed"),
+        "{log}"
+    );
+    assert!(
+        !log.contains("task round"),
+        "a round is routine, logged at debug:\n{log}"
+    );
 }
 
 #[test]
@@ -525,6 +557,7 @@ fn tasks_that_checkpoint_without_end_do_not_starve_other_callers() {
     std::fs::write(&tokens, lines).unwrap();
     let tools = ToolsDir::with(&["report"]);
     let server = Airlock::new(&tools)
+        .env("AIRLOCK_LOG", ROUND_LOGS)
         .args(["--tokens-file", tokens.to_str().unwrap()])
         .args(["--max-running-tasks", "2"])
         .start_http();

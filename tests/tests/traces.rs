@@ -409,6 +409,46 @@ fn shutdown_does_not_wait_past_the_export_timeout_for_an_unreachable_collector()
 }
 
 #[test]
+fn failed_exports_are_one_warning_per_burst_not_one_per_batch() {
+    // A port nothing listens on: every export fails.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let mut server = Airlock::new(&ToolsDir::with(&["hash"]))
+        .args(["--otlp-endpoint", &format!("http://127.0.0.1:{port}")])
+        .env("AIRLOCK_OTLP_TIMEOUT", "1s")
+        // An export per span, at once.
+        .env("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "1")
+        .env("OTEL_BSP_SCHEDULE_DELAY", "50")
+        .start_http();
+    let client = server.client();
+    let call = || {
+        let response = client.call(&ToolCall::new("sha256", json!({"text": "abc"})));
+        assert!(!is_error(complete(&response)), "{response}");
+    };
+    call();
+    server.wait_for_log("exporting traces failed");
+    for _ in 0..5 {
+        call();
+    }
+    // The shutdown exports what is still queued: every batch has been
+    // tried once the process has exited. The failures after the first are
+    // counted, not logged one by one.
+    server.terminate();
+    if server.wait_exit(SHUTDOWN_BOUND).is_none() {
+        server.kill();
+        panic!("still running after SIGTERM:\n{}", server.stderr());
+    }
+    let log = server.stderr();
+    assert_eq!(log.matches("exporting traces failed").count(), 1, "{log}");
+    assert!(
+        !log.contains("opentelemetry_sdk") && !log.contains("opentelemetry-otlp"),
+        "no line per failed batch:\n{log}"
+    );
+}
+
+#[test]
 fn without_an_endpoint_nothing_is_sent() {
     let receiver = OtlpReceiver::start();
     // OpenTelemetry's own variables name the receiver: they must not turn

@@ -33,10 +33,12 @@ impl NewOptions {
 
 /// Creates the crate and says where, and what next.
 pub(super) fn run(options: NewOptions) -> anyhow::Result<()> {
+    let name = options.name.clone();
     let dir = scaffold::create(&options.into_config())?;
     println!(
-        "created {}: build it with `cargo build --release --target wasm32-wasip2` there (its README.md says how to serve it)",
-        dir.display()
+        "created {}: build it with `cargo build --release` there, which makes {} (its README.md says how to serve it)",
+        dir.display(),
+        dir.join(scaffold::component_path(&name)).display()
     );
     Ok(())
 }

@@ -1,6 +1,8 @@
 //! The manifest file beside a component: `NAME.toml` next to `NAME.wasm`.
 //!
 //! ```toml
+//! name-prefix = "py_"       # its tools and prompts served as py_NAME
+//!
 //! [limits]
 //! memory = "32MiB"         # at most the server's --max-memory
 //! timeout = "2s"            # wall-clock deadline of each call
@@ -36,6 +38,13 @@
 //! allow = ["scope:notes:read"]
 //! ```
 //!
+//! Tool and prompt names are unique across the directory. `name-prefix`
+//! serves the component's tools and prompts under `<prefix><name>` on the
+//! wire (listings, calls, tasks, the server's `--access-policy`, audit
+//! records, metrics and logs), while the component itself still sees its
+//! own names, and so does this manifest (`[tools.NAME]`, `[prompts.NAME]`).
+//! Resource URIs are never prefixed.
+//!
 //! Access rules (`allow`) are described in [`crate::access`]; a rule
 //! naming an item the component does not serve is refused when it loads.
 //!
@@ -63,6 +72,8 @@ use crate::untrusted_file;
 #[derive(Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Manifest {
+    /// Prepended to the name of each of its tools and prompts on the wire.
+    pub name_prefix: Option<String>,
     /// Per-call limits that replace the server's defaults.
     #[serde(default)]
     pub limits: Limits,
@@ -251,6 +262,8 @@ mod tests {
     fn every_section_parses() {
         let manifest = parse(
             r#"
+            name-prefix = "py_"
+
             [limits]
             memory = "16MiB"
             timeout = "500ms"
@@ -281,6 +294,7 @@ mod tests {
             "#,
         )
         .unwrap();
+        assert_eq!(manifest.name_prefix.as_deref(), Some("py_"));
         assert_eq!(manifest.limits.memory, Some(16 << 20));
         assert_eq!(manifest.limits.timeout, Some(Duration::from_millis(500)));
         assert_eq!(manifest.limits.max_output, Some(8 << 10));

@@ -65,6 +65,9 @@ impl std::fmt::Debug for Secrets {
 pub struct Policy {
     /// The manifest it came from, if any.
     pub manifest: Option<PathBuf>,
+    /// Prepended to the names of its tools and prompts on the wire (empty:
+    /// served under their own names).
+    pub name_prefix: String,
     /// Granted directories, held open since the component loaded.
     pub dirs: Vec<GrantedDir>,
     /// Environment variables, in order (values may be secrets: never logged).
@@ -199,6 +202,7 @@ impl Policy {
     pub fn deny_all(defaults: &CallLimits) -> Policy {
         Policy {
             manifest: None,
+            name_prefix: String::new(),
             dirs: Vec::new(),
             env: Vec::new(),
             http: Arc::default(),
@@ -233,6 +237,10 @@ impl Policy {
         let base = path.parent().unwrap_or(Path::new("."));
         let mut policy = Policy::deny_all(&context.defaults);
         policy.manifest = Some(path.to_owned());
+        if let Some(prefix) = &manifest.name_prefix {
+            check_name_prefix(prefix)?;
+            policy.name_prefix = prefix.clone();
+        }
         let defaults = &context.defaults;
         let limits = &manifest.limits;
         if let Some(bytes) = limits.memory {
@@ -380,6 +388,12 @@ impl Policy {
             Some(path) => lines.push(format!("manifest: {}", path.display())),
             None => lines.push("manifest: none (nothing granted)".to_owned()),
         }
+        if !self.name_prefix.is_empty() {
+            lines.push(format!(
+                "names: tools and prompts served as {}NAME",
+                self.name_prefix
+            ));
+        }
         if self.dirs.is_empty() {
             lines.push("files: none".to_owned());
         }
@@ -439,10 +453,31 @@ impl Policy {
     }
 }
 
+/// Longest `name-prefix`, in bytes: a prefix tells components apart, and
+/// every prefixed name must still be a valid tool name (at most 64 bytes).
+pub const MAX_NAME_PREFIX_BYTES: usize = 32;
+
+/// Checks a manifest's `name-prefix`: 1 to [`MAX_NAME_PREFIX_BYTES`] bytes
+/// of what a tool name may hold (ASCII letters, digits, `_`, `.`, `-`).
+fn check_name_prefix(prefix: &str) -> Result<(), String> {
+    let valid = (1..=MAX_NAME_PREFIX_BYTES).contains(&prefix.len())
+        && prefix
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "name-prefix = {prefix:?}: must be 1 to {MAX_NAME_PREFIX_BYTES} ASCII letters, digits, `_`, `.` or `-`"
+        ))
+    }
+}
+
 impl std::fmt::Debug for Policy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Policy")
             .field("manifest", &self.manifest)
+            .field("name_prefix", &self.name_prefix)
             .field("dirs", &self.dirs)
             .field("env", &self.env.iter().map(|(n, _)| n).collect::<Vec<_>>())
             .field("http", &self.http)
@@ -490,6 +525,18 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("airlock-policy-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("data")).unwrap();
         dir
+    }
+
+    #[test]
+    fn a_name_prefix_is_kept_only_when_it_could_start_a_tool_name() {
+        let dir = temp_dir();
+        let policy = resolve("name-prefix = \"py_\"\n", &dir).unwrap();
+        assert_eq!(policy.name_prefix, "py_");
+        assert_eq!(resolve("", &dir).unwrap().name_prefix, "");
+        for bad in ["", "py prefix ", "py/", "é_", &"p".repeat(33)] {
+            let err = resolve(&format!("name-prefix = {bad:?}\n"), &dir).unwrap_err();
+            assert!(err.starts_with("name-prefix = "), "{bad:?}: {err}");
+        }
     }
 
     #[test]

@@ -91,7 +91,7 @@ impl Component {
             .list_component(&pre, Arc::from(path), policy.clone())
             .await
             .map_err(list_failure)?;
-        let (tools, listing) = checked_listing(runtime, listing)?;
+        let (tools, listing) = checked_listing(runtime, listing, &policy.name_prefix)?;
         let skills = with_served_skills(runtime, path, &checked, &listing, skills).await;
         check_access_rules(&policy, &tools, &listing, &skills)?;
         let summary = summary(&tools, &listing, &skills);
@@ -123,7 +123,8 @@ impl Component {
             .relist_component(&self.checked)
             .await
             .map_err(list_failure)?;
-        let (tools, listing) = checked_listing(runtime, listing)?;
+        let (tools, listing) =
+            checked_listing(runtime, listing, &self.checked.policy().name_prefix)?;
         let from_directory = self
             .skills
             .iter()
@@ -210,13 +211,22 @@ async fn read_skill_md(
         .ok_or_else(|| "reading it gave no text".to_owned())
 }
 
-/// Validates what a component lists and compiles its tools' input schemas;
-/// returns the tools, and the rest of the listing. The error says what is
-/// wrong with which item.
+/// Names its tools and prompts as they are served (`name_prefix` before
+/// each, see [`Policy::name_prefix`]), validates what a component lists and
+/// compiles its tools' input schemas; returns the tools, and the rest of
+/// the listing. The error says what is wrong with which item.
 pub(super) fn checked_listing(
     runtime: &Runtime,
     mut listing: Listing,
+    name_prefix: &str,
 ) -> Result<(Vec<Arc<Tool>>, Listing), String> {
+    if !name_prefix.is_empty() {
+        let names = listing.tools.iter_mut().map(|tool| &mut tool.name);
+        let names = names.chain(listing.prompts.iter_mut().map(|prompt| &mut prompt.name));
+        for name in names {
+            name.insert_str(0, name_prefix);
+        }
+    }
     validate::validate_listing(&listing, &ListingLimits::of(runtime.limits()))?;
     let tools = std::mem::take(&mut listing.tools)
         .into_iter()
@@ -269,18 +279,20 @@ fn list_failure(failure: ListError) -> String {
 }
 /// Refuses access rules of the manifest that name an item the component
 /// does not serve (a misspelt name would leave the item to the
-/// component's rule, or to none).
+/// component's rule, or to none). The manifest names tools and prompts as
+/// the component does, without the name prefix.
 fn check_access_rules(
     policy: &Policy,
     tools: &[Arc<Tool>],
     listing: &Listing,
     skills: &[Arc<Skill>],
 ) -> Result<(), String> {
+    let own = |served: &str, key: &str| served.strip_prefix(&*policy.name_prefix) == Some(key);
     policy
         .access
         .check_served(|kind, key| match kind {
-            Kind::Tool => tools.iter().any(|t| t.listed.name == key),
-            Kind::Prompt => listing.prompts.iter().any(|p| p.name == key),
+            Kind::Tool => tools.iter().any(|t| own(&t.listed.name, key)),
+            Kind::Prompt => listing.prompts.iter().any(|p| own(&p.name, key)),
             Kind::Resource => {
                 listing.resources.iter().any(|r| r.uri == key)
                     || listing.templates.iter().any(|t| t.uri_template == key)

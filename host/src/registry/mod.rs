@@ -4,13 +4,19 @@
 //! Loading a directory is forgiving about single components and strict about
 //! the whole: a file that is not a usable component (not a component at all,
 //! fails to compile, exports none of the `airlock:mcp` interfaces, traps
-//! while listing, or describes what it serves badly) is skipped with one
-//! `warn!` line naming the file and the reason, and the others still load.
+//! while listing, or describes what it serves badly), or whose manifest is
+//! invalid, is skipped with one `warn!` line naming the file and the reason,
+//! and the others still load. On a reload, a component served until then
+//! whose file or manifest changed into one that cannot be loaded keeps
+//! serving its previous version, with one `error!` line naming the file and
+//! the reason (for a manifest, its line), until a later change loads.
 //!
 //! Names must be unique across the directory: two components that list the
 //! same tool name, prompt name, resource URI or resource template make the
 //! load fail, naming both files (which one a client would get would be an
-//! accident of file names). A resource URI that matches several templates
+//! accident of file names). A manifest's `name-prefix` serves a component's
+//! tools and prompts under prefixed names, while the component still sees
+//! its own (see [`crate::policy::manifest`]). A resource URI that matches several templates
 //! is read by the first of them, in file-name order, then in the order the
 //! component listed them; a listed resource always wins over a template.
 //!
@@ -40,7 +46,7 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
 use futures_util::StreamExt as _;
-use tracing::warn;
+use tracing::{error, warn};
 
 use self::cache::CompileCache;
 use self::component::{Component, ComponentStamp};
@@ -49,6 +55,7 @@ use self::pulled_files::PulledFiles;
 use self::reload::DirectoryStamp;
 use self::skills::{Skill, SkillFile};
 use self::uri_template::UriTemplate;
+use crate::policy::manifest::Manifest;
 use crate::runtime::{
     CallError, CheckedComponent, EventSink, Runtime, wit, wit_completions, wit_prompts,
     wit_resources,
@@ -132,6 +139,9 @@ pub struct Served<T> {
     item: T,
     /// The name (or URI) it is called by, shared with every call's log lines.
     key: Arc<str>,
+    /// The name (or URI) its component knows it by: `key` without the
+    /// component's name prefix.
+    own_key: Arc<str>,
     component: Arc<Component>,
 }
 
@@ -230,10 +240,11 @@ impl<T> Served<T> {
         self.component().policy().limits.max_output_bytes
     }
 
-    /// The rule of this item for `kind`, from its component's manifest:
-    /// its own, else the component's.
+    /// The rule of this item for `kind`, from its component's manifest
+    /// (which names it as the component does): its own, else the
+    /// component's.
     pub fn access_rule(&self, kind: crate::access::Kind) -> Option<&crate::access::Rule> {
-        self.component().policy().access.rule(kind, &self.key)
+        self.component().policy().access.rule(kind, &self.own_key)
     }
 
     fn component(&self) -> &CheckedComponent {
@@ -247,7 +258,7 @@ impl ToolEntry {
         self.component()
             .policy()
             .rate_limits
-            .get(&*self.key)
+            .get(&*self.own_key)
             .copied()
     }
 }
@@ -286,6 +297,7 @@ impl ToolEntry {
         runtime
             .call_tool(
                 self.component(),
+                &self.own_key,
                 self.key.clone(),
                 arguments_json,
                 round,
@@ -305,7 +317,14 @@ impl PromptEntry {
         events: Option<EventSink>,
     ) -> Result<wit_prompts::PromptOutcome, CallError> {
         runtime
-            .get_prompt(self.component(), self.key.clone(), arguments, round, events)
+            .get_prompt(
+                self.component(),
+                &self.own_key,
+                self.key.clone(),
+                arguments,
+                round,
+                events,
+            )
             .await
     }
 }
@@ -325,14 +344,25 @@ impl Served<()> {
             .await
     }
 
-    /// Asks this component to complete an argument; `None` if it does not
-    /// export completions.
+    /// Asks this component to complete an argument of this item (named in
+    /// `request` as it is served; the component is asked with its own
+    /// name); `None` if it does not export completions.
     pub async fn complete(
         &self,
         runtime: &Runtime,
         request: &wit_completions::CompletionRequest,
     ) -> Option<Result<wit_completions::Completion, CallError>> {
-        runtime.complete(self.component(), request).await
+        let target = match &request.target {
+            wit_completions::CompletionTarget::Prompt(_) => {
+                wit_completions::CompletionTarget::Prompt(self.own_key.to_string())
+            }
+            target @ wit_completions::CompletionTarget::ResourceTemplate(_) => target.clone(),
+        };
+        let request = wit_completions::CompletionRequest {
+            target,
+            ..request.clone()
+        };
+        runtime.complete(self.component(), &request).await
     }
 }
 
@@ -357,8 +387,9 @@ impl Registry {
 
     /// Loads `dir` again, reusing every component of `self` whose file and
     /// manifest have not changed (same path, size, modification time and
-    /// inode). Fails
-    /// like [`Registry::load`]; `self` is untouched either way.
+    /// inode), and keeping the version of `self` of a component whose new
+    /// version cannot be loaded. Fails like [`Registry::load`]; `self` is
+    /// untouched either way.
     pub async fn reload(
         &self,
         runtime: &Arc<Runtime>,
@@ -387,10 +418,21 @@ impl Registry {
                 }
                 match Component::load(runtime, &path, cache).await {
                     Ok(component) => Some(Arc::new(component)),
-                    Err(reason) => {
-                        warn!(file = %path.display(), "skipping component: {reason}");
-                        None
-                    }
+                    Err(reason) => match self.components.iter().find(|c| c.path == path) {
+                        // Served until now: a typo in its manifest, or a
+                        // broken build copied over it, must not take it away.
+                        Some(previous) => {
+                            error!(
+                                file = %path.display(),
+                                "keeping the previous version of the component, its new version cannot be loaded: {reason}"
+                            );
+                            Some(previous.clone())
+                        }
+                        None => {
+                            warn!(file = %path.display(), "skipping component: {reason}");
+                            None
+                        }
+                    },
                 }
             });
         // Several at once (reading, compiling and listing each take
@@ -465,13 +507,14 @@ impl Registry {
             ..Registry::default()
         };
         for component in &components {
+            let prefix = &*component.checked.policy().name_prefix;
             for tool in &component.tools {
                 let key = tool.listed.name.as_str();
                 insert(
                     &mut registry.tools,
                     &mut registry.tool_index,
                     "tool",
-                    key,
+                    Named::Prefixed { key, prefix },
                     tool.clone(),
                     component,
                 )?;
@@ -483,7 +526,7 @@ impl Registry {
                     &mut registry.prompts,
                     &mut registry.prompt_index,
                     "prompt",
-                    key,
+                    Named::Prefixed { key, prefix },
                     Arc::new(prompt.clone()),
                     component,
                 )?;
@@ -494,7 +537,7 @@ impl Registry {
                     &mut registry.resources,
                     &mut registry.resource_index,
                     "resource",
-                    key,
+                    Named::Uri(key),
                     Arc::new(resource.clone()),
                     component,
                 )?;
@@ -504,19 +547,21 @@ impl Registry {
                 if let Some(other) = registry.templates.iter().find(|t| &*t.key == key) {
                     bail!(clash(
                         "resource template",
-                        key,
+                        Named::Uri(key),
                         other.source(),
                         &component.path
                     ));
                 }
                 let parsed = UriTemplate::parse(key)
                     .map_err(|why| anyhow::anyhow!("resource template `{key}`: {why}"))?;
+                let key: Arc<str> = key.into();
                 registry.templates.push(Served {
                     item: Template {
                         listed: listed.clone(),
                         parsed,
                     },
-                    key: key.into(),
+                    own_key: key.clone(),
+                    key,
                     component: component.clone(),
                 });
             }
@@ -528,14 +573,19 @@ impl Registry {
                     &mut registry.skills,
                     &mut registry.skill_index,
                     "skill",
-                    &skill.uri,
+                    Named::Uri(&skill.uri),
                     skill.clone(),
                     component,
                 )?;
                 for (i, file) in skill.files.iter().enumerate() {
                     if let Some(&other) = registry.resource_index.get(&file.uri) {
                         let other = registry.resources[other].source();
-                        bail!(clash("resource", &file.uri, other, &component.path));
+                        bail!(clash(
+                            "resource",
+                            Named::Uri(&file.uri),
+                            other,
+                            &component.path
+                        ));
                     }
                     registry.skill_files.insert(file.uri.clone(), (index, i));
                 }
@@ -648,7 +698,35 @@ impl<T> Served<T> {
         Served {
             item: (),
             key: self.key.clone(),
+            own_key: self.own_key.clone(),
             component: self.component.clone(),
+        }
+    }
+}
+
+/// How an item is served: by a name its component's name prefix may
+/// begin, or by a URI, never prefixed.
+#[derive(Clone, Copy)]
+enum Named<'a> {
+    /// A tool's or a prompt's name as served, and the prefix it carries.
+    Prefixed { key: &'a str, prefix: &'a str },
+    /// A resource's or a template's URI, or a skill's.
+    Uri(&'a str),
+}
+
+impl<'a> Named<'a> {
+    /// The name or URI as served.
+    fn key(self) -> &'a str {
+        match self {
+            Named::Prefixed { key, .. } | Named::Uri(key) => key,
+        }
+    }
+
+    /// The name or URI as its component knows it.
+    fn own_key(self) -> &'a str {
+        match self {
+            Named::Prefixed { key, prefix } => key.strip_prefix(prefix).unwrap_or(key),
+            Named::Uri(key) => key,
         }
     }
 }
@@ -658,17 +736,25 @@ fn insert<T>(
     entries: &mut Vec<Served<T>>,
     index: &mut HashMap<String, usize>,
     what: &str,
-    key: &str,
+    named: Named<'_>,
     item: T,
     component: &Arc<Component>,
 ) -> anyhow::Result<()> {
+    let key = named.key();
     if let Some(&other) = index.get(key) {
-        bail!(clash(what, key, entries[other].source(), &component.path));
+        bail!(clash(what, named, entries[other].source(), &component.path));
     }
     index.insert(key.to_owned(), entries.len());
+    let key: Arc<str> = key.into();
+    let own_key = if named.own_key() == &*key {
+        key.clone()
+    } else {
+        named.own_key().into()
+    };
     entries.push(Served {
         item,
-        key: key.into(),
+        key,
+        own_key,
         component: component.clone(),
     });
     Ok(())
@@ -686,12 +772,22 @@ fn check_grants(components: &[Arc<Component>]) -> anyhow::Result<()> {
     crate::policy::grants::check_nesting(grants).map_err(anyhow::Error::msg)
 }
 
-fn clash(what: &str, key: &str, first: &Path, second: &Path) -> String {
-    format!(
-        "{what} `{key}` is served by both {} and {}; names and URIs must be unique across the tools directory",
+/// Why a registry cannot serve `named` of `second`: `first` serves it
+/// already. For a name, says how to serve both.
+fn clash(what: &str, named: Named<'_>, first: &Path, second: &Path) -> String {
+    let mut why = format!(
+        "{what} `{}` is served by both {} and {}; names and URIs must be unique across the tools directory",
+        named.key(),
         first.display(),
         second.display()
-    )
+    );
+    if let Named::Prefixed { .. } = named {
+        why.push_str(&format!(
+            " (to serve both, give one of them a prefix for its names in its manifest, e.g. name-prefix = \"x_\" in {})",
+            Manifest::path_for(second).display()
+        ));
+    }
+    why
 }
 
 /// Loads the component at `path` on its own (using, and filling, the
@@ -873,7 +969,7 @@ mod tests {
             "good",
             serde_json::json!({"type": "object", "required": ["a"]}),
         );
-        let (tools, rest) = checked_listing(&runtime(), listing(vec![good.clone()])).unwrap();
+        let (tools, rest) = checked_listing(&runtime(), listing(vec![good.clone()]), "").unwrap();
         assert_eq!(tools.len(), 1);
         assert!(
             rest.tools.is_empty(),
@@ -898,7 +994,7 @@ mod tests {
         ];
         for (schema, named) in cases {
             let tools = vec![good.clone(), tool("bad", schema)];
-            let err = checked_listing(&runtime(), listing(tools)).unwrap_err();
+            let err = checked_listing(&runtime(), listing(tools), "").unwrap_err();
             assert!(
                 err.starts_with("tool `bad`: its input-schema is not a usable JSON Schema: ")
                     && err.contains(named),

@@ -187,40 +187,44 @@ impl Runtime {
         })
     }
 
-    /// Calls `call-tool` in a fresh instance of `component`.
+    /// Calls `call-tool` in a fresh instance of `component`, with the tool's
+    /// own `name`; `label` (its name as served) names the call in logs.
     pub(crate) async fn call_tool(
         &self,
         component: &CheckedComponent,
-        name: Arc<str>,
+        name: &str,
+        label: Arc<str>,
         arguments: &str,
         round: &wit::Round,
         events: Option<EventSink>,
     ) -> Result<wit::CallOutcome, CallError> {
         let export = component.exports.call_tool;
-        let params = (&*name, arguments, round);
+        let params = (name, arguments, round);
         // A task's round runs in the background, with its own deadline.
         let timeout = if round.task {
             self.limits.task_round_timeout
         } else {
             component.policy.limits.timeout
         };
-        self.invoke(component, export, name.clone(), params, events, timeout)
+        self.invoke(component, export, label, params, events, timeout)
             .await
     }
 
-    /// Calls `get-prompt` in a fresh instance of `component`.
+    /// Calls `get-prompt` in a fresh instance of `component`, with the
+    /// prompt's own `name`; `label` (its name as served) names it in logs.
     pub(crate) async fn get_prompt(
         &self,
         component: &CheckedComponent,
-        name: Arc<str>,
+        name: &str,
+        label: Arc<str>,
         arguments: &[(String, String)],
         round: &wit::Round,
         events: Option<EventSink>,
     ) -> Result<wit_prompts::PromptOutcome, CallError> {
         let export = component.exports.get_prompt;
-        let params = (&*name, arguments, round);
+        let params = (name, arguments, round);
         let timeout = component.policy.limits.timeout;
-        self.invoke(component, export, name.clone(), params, events, timeout)
+        self.invoke(component, export, label, params, events, timeout)
             .await
     }
 

@@ -1,6 +1,7 @@
 //! `airlock new NAME`: a tool crate of its own, with one example tool, that
-//! builds into a component Airlock serves (with plain cargo or
-//! cargo-component), its unit tests and a README saying how.
+//! builds into a component Airlock serves (with a plain `cargo build`, its
+//! default target being `wasm32-wasip2`, or cargo-component), its unit
+//! tests and a README saying how.
 //!
 //! The files are the templates in `scaffold/`, with `{{name}}` (the crate),
 //! `{{lib}}` (its library, the `.wasm`'s name), `{{tool}}` (the example
@@ -39,11 +40,14 @@ pub enum SdkSource {
 /// The templates, by the path of the file each one becomes.
 const TEMPLATES: [(&str, &str); 5] = [
     ("Cargo.toml", include_str!("Cargo.toml.template")),
-    // How the component is linked: the very file this repository's own
-    // guests are built with.
+    // What a plain `cargo build` builds, then how the component is linked:
+    // the very file this repository's own guests are built with.
     (
         ".cargo/config.toml",
-        include_str!("../../../.cargo/config.toml"),
+        concat!(
+            include_str!("cargo-build.toml.template"),
+            include_str!("../../../.cargo/config.toml")
+        ),
     ),
     (".gitignore", include_str!("gitignore.template")),
     ("README.md", include_str!("README.md.template")),
@@ -92,6 +96,12 @@ pub fn check_name(name: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The path of the component a plain `cargo build --release` makes of the
+/// crate `name`, from the crate's directory.
+pub fn component_path(name: &str) -> String {
+    format!("target/wasm32-wasip2/release/{}.wasm", lib_name(name))
 }
 
 /// Creates the crate `config.name` in `config.parent` (made if missing) and
@@ -249,6 +259,15 @@ mod tests {
             .unwrap()
             .parse()
             .unwrap();
+        assert_eq!(
+            linking["build"]["target"].as_str(),
+            Some("wasm32-wasip2"),
+            "a plain `cargo build` builds the component"
+        );
+        assert_eq!(
+            component_path("weather-report"),
+            "target/wasm32-wasip2/release/weather_report.wasm"
+        );
         for target in ["wasm32-wasip2", "wasm32-wasip1"] {
             let flags = linking["target"][target]["rustflags"].as_array().unwrap();
             assert!(

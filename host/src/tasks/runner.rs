@@ -15,6 +15,10 @@
 //! each is stopped and made due again, without counting the attempt, for
 //! another host (or this one, restarted) to run while this one drains.
 //!
+//! In the log, the end of a task is one `info` line (`task ended`); each
+//! round's start and end are `debug` lines, shown with
+//! `AIRLOCK_LOG=info,airlock::tasks::runner=debug`.
+//!
 //! The runner knows records, leases and sealed bytes, never a task's
 //! plaintext nor the wire: it runs a round, and words a failure, through
 //! [`TaskRounds`], which the server gives it.
@@ -218,7 +222,7 @@ impl Tasks {
             self.give_back(&id).await;
             return;
         }
-        tracing::info!(task = %id, tool = %record.tool, round = record.round + 1, attempt = record.attempts, "task round started");
+        tracing::debug!(task = %id, tool = %record.tool, round = record.round + 1, attempt = record.attempts, "task round started");
         let mut held = record.clone();
         let outcome = tokio::select! {
             end = rounds.run_round(&record) => Some(end),
@@ -367,7 +371,11 @@ impl Tasks {
             next.updated_at_ms = now_ms();
             match self.replace(&next).await {
                 Ok(true) => {
-                    tracing::info!(task = %id, status = next.status.as_str(), "task round ended");
+                    // Rounds are routine; the end of the task is news.
+                    if next.status.is_terminal() {
+                        tracing::info!(task = %id, tool = %next.tool, status = next.status.as_str(), "task ended");
+                    }
+                    tracing::debug!(task = %id, status = next.status.as_str(), "task round ended");
                     crate::audit::task(next.audited(), next.status.as_str());
                     self.announce(&id, due).await;
                     return;

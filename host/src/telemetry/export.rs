@@ -2,7 +2,9 @@
 //! batched on tokio, under the resource that names this process. Every
 //! export, the last one at shutdown included, is bounded by the export
 //! timeout, so a collector that never answers cannot hold the process.
+//! Failed exports are told by bursts ([`super::export_failures`]).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use opentelemetry::trace::TracerProvider;
@@ -13,6 +15,8 @@ use opentelemetry_sdk::resource::{EnvResourceDetector, TelemetryResourceDetector
 use opentelemetry_sdk::runtime::Tokio;
 use opentelemetry_sdk::trace::span_processor_with_async_runtime::BatchSpanProcessor;
 use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
+
+use super::export_failures::{Failures, REPORT_EVERY, Reporting};
 
 /// The path of the traces signal under an OTLP/HTTP endpoint.
 const TRACES_PATH: &str = "/v1/traces";
@@ -47,6 +51,7 @@ impl TraceSettings {
 pub struct Exporting {
     provider: SdkTracerProvider,
     export_timeout: Duration,
+    failures: Arc<Failures>,
 }
 
 impl Exporting {
@@ -58,6 +63,7 @@ impl Exporting {
         let Exporting {
             provider,
             export_timeout,
+            failures,
         } = self;
         // The provider's shutdown blocks its thread until the batch
         // processor has worked through its queue, one export after another.
@@ -84,6 +90,13 @@ impl Exporting {
                  export timeout (--otlp-timeout); the spans not yet sent are dropped"
             ),
         }
+        let untold = failures.untold();
+        if untold > 0 {
+            tracing::warn!(
+                failed = untold,
+                "{untold} more exports of traces failed; their spans are dropped"
+            );
+        }
     }
 }
 
@@ -97,6 +110,8 @@ pub fn install(settings: &TraceSettings) -> anyhow::Result<Exporting> {
         .with_endpoint(settings.traces_url())
         .with_timeout(settings.export_timeout)
         .build()?;
+    let failures = Arc::new(Failures::new(REPORT_EVERY));
+    let exporter = Reporting::new(exporter, failures.clone());
     let provider = SdkTracerProvider::builder()
         .with_span_processor(BatchSpanProcessor::builder(exporter, Tokio).build())
         .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(
@@ -118,6 +133,7 @@ pub fn install(settings: &TraceSettings) -> anyhow::Result<Exporting> {
     Ok(Exporting {
         provider,
         export_timeout: settings.export_timeout,
+        failures,
     })
 }
 

@@ -13,6 +13,7 @@
 
 mod child;
 mod export;
+mod export_failures;
 mod propagation;
 mod request;
 
