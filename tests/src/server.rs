@@ -659,6 +659,23 @@ impl HttpServer {
         });
     }
 
+    /// Waits until the server's log has at least `count` lines that contain
+    /// every one of `needles`; returns the last such line.
+    #[track_caller]
+    pub fn wait_for_log_lines(&self, needles: &[&str], count: usize) -> String {
+        crate::wait_until(&format!("{count} log line(s) with {needles:?}"), || {
+            let stderr = self.stderr();
+            let lines: Vec<&str> = stderr
+                .lines()
+                .filter(|line| needles.iter().all(|needle| line.contains(needle)))
+                .collect();
+            match lines.last() {
+                Some(last) if lines.len() >= count => Ok(last.to_string()),
+                _ => Err(format!("{} such line(s) in:\n{stderr}", lines.len())),
+            }
+        })
+    }
+
     /// The text of `GET /metrics` of a server started with
     /// `--metrics-listen` (its address is in the log).
     pub fn scrape_metrics(&self) -> String {

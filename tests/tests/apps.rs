@@ -11,7 +11,7 @@ use airlock_e2e::legacy::{Endpoint, legacy_caps};
 use airlock_e2e::mcp::{ToolCall, complete, no_caps, text};
 use airlock_e2e::paths::component;
 use airlock_e2e::stamp::replace_once;
-use airlock_e2e::{Airlock, HttpServer, McpClient, ToolsDir, wait_until};
+use airlock_e2e::{Airlock, McpClient, ToolsDir, wait_until};
 use serde_json::{Value, json};
 
 const EXTENSION: &str = "io.modelcontextprotocol/ui";
@@ -73,20 +73,6 @@ fn assert_chart_on_the_wire(tools: &[Value], resources: &[Value], read: &Value) 
 fn extensions(client: &dyn McpClient) -> Value {
     complete(&client.rpc("server/discover", json!({}), no_caps()))["capabilities"]["extensions"]
         .clone()
-}
-
-/// Waits until the server's stderr has a line containing every one of
-/// `needles`; returns it.
-#[track_caller]
-fn wait_for_log_line(server: &HttpServer, needles: &[&str]) -> String {
-    wait_until(&format!("a log line with {needles:?}"), || {
-        let stderr = server.stderr();
-        stderr
-            .lines()
-            .find(|line| needles.iter().all(|needle| line.contains(needle)))
-            .map(str::to_owned)
-            .ok_or_else(|| format!("none in:\n{stderr}"))
-    })
 }
 
 /// The tool's listed `_meta` in the `app-meta` test guest, which copies
@@ -203,7 +189,7 @@ fn a_listed_meta_that_is_not_an_object_keeps_the_component_out() {
             &replace_once(&guest, LISTED_META, bad.as_bytes()),
         );
         let server = Airlock::new(&tools).start_http();
-        let line = wait_for_log_line(&server, &["skipping component", "app_meta.wasm"]);
+        let line = server.wait_for_log_lines(&["skipping component", "app_meta.wasm"], 1);
         assert!(line.contains("tool `show`: _meta"), "{bad}: {line}");
         let client = server.client();
         assert_eq!(client.tool_names(), ["sha256"], "{bad}");
@@ -218,7 +204,7 @@ fn a_listed_meta_over_the_output_limit_keeps_the_component_out() {
     let server = Airlock::new(&tools)
         .args(["--max-output", "1KiB"])
         .start_http();
-    let line = wait_for_log_line(&server, &["skipping component", "app_meta.wasm"]);
+    let line = server.wait_for_log_lines(&["skipping component", "app_meta.wasm"], 1);
     assert!(line.contains("--max-output"), "{line}");
     assert_eq!(server.client().tool_names(), ["sha256"]);
     // The default limit has room for it.

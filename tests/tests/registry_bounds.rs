@@ -257,29 +257,7 @@ fn a_layer_that_streams_without_end_is_cut_at_its_listed_size() {
 
     // Serving: the pulled component is skipped with that reason, and the
     // tools directory's component still serves.
-    let dir = tempfile::tempdir().unwrap();
-    let components = dir.path().join("components.toml");
-    std::fs::write(
-        &components,
-        format!("[remote]\nreference = \"{}\"\n", registry.reference()),
-    )
-    .unwrap();
-    let server = Airlock::new(&ToolsDir::with(&["hash"]))
-        .arg("--components")
-        .arg(&components)
-        .arg("--pull-cache-dir")
-        .arg(dir.path().join("pulled"))
-        .start_http();
-    airlock_e2e::flows::sha256(&server.client());
-    let stderr = server.stderr();
-    assert!(
-        stderr
-            .lines()
-            .any(|line| line.contains("skipping component")
-                && line.contains(&registry.reference())
-                && line.contains("sent more than")),
-        "one line says why the pulled component is skipped:\n{stderr}"
-    );
+    serve_skipping(&registry, "sent more than");
 }
 
 #[test]
@@ -311,6 +289,14 @@ fn a_registry_always_unavailable_is_given_up_on_after_the_retries() {
 
     // Serving: the pulled component is skipped after the default retries,
     // and the tools directory's component still serves.
+    serve_skipping(&registry, "after 4 tries");
+}
+
+/// Serves `hash` from a tools directory and the registry's component by
+/// reference, and shows that the pulled component is skipped with one line
+/// naming its reference and `reason` while `hash` still serves.
+#[track_caller]
+fn serve_skipping(registry: &FakeRegistry, reason: &str) {
     let dir = tempfile::tempdir().unwrap();
     let components = dir.path().join("components.toml");
     std::fs::write(
@@ -331,7 +317,7 @@ fn a_registry_always_unavailable_is_given_up_on_after_the_retries() {
             .lines()
             .any(|line| line.contains("skipping component")
                 && line.contains(&registry.reference())
-                && line.contains("after 4 tries")),
+                && line.contains(reason)),
         "one line says why the pulled component is skipped:\n{stderr}"
     );
 }

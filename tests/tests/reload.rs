@@ -66,23 +66,6 @@ fn wait_for_tools(client: &dyn McpClient, expected: &[&str]) {
     });
 }
 
-/// Waits until the server's stderr has at least `count` lines containing
-/// every one of `needles`; returns the last such line.
-#[track_caller]
-fn wait_for_log_lines(server: &HttpServer, needles: &[&str], count: usize) -> String {
-    wait_until(&format!("{count} log line(s) with {needles:?}"), || {
-        let stderr = server.stderr();
-        let lines: Vec<&str> = stderr
-            .lines()
-            .filter(|line| needles.iter().all(|needle| line.contains(needle)))
-            .collect();
-        match lines.last() {
-            Some(last) if lines.len() >= count => Ok(last.to_string()),
-            _ => Err(format!("{} such line(s) in:\n{stderr}", lines.len())),
-        }
-    })
-}
-
 /// An accepted one-field form answer under `key`.
 fn answer(key: &str, field: &str, value: &str) -> Value {
     json!({ key: elicit("accept", Some(json!({ field: value }))) })
@@ -247,7 +230,7 @@ fn a_reload_that_would_serve_a_tool_twice_is_refused() {
     let client = server.client();
 
     tools.publish_as("hash", "hash-copy.wasm");
-    let line = wait_for_log_lines(&server, &["reload refused"], 1);
+    let line = server.wait_for_log_lines(&["reload refused"], 1);
     assert!(
         line.contains("still serving the previous set"),
         "the log should say the previous set is still served: {line}"
@@ -262,7 +245,7 @@ fn a_reload_that_would_serve_a_tool_twice_is_refused() {
     // While the clash lasts, no reload goes through, not even of a new
     // component...
     tools.publish_as("deploy", "deploy.wasm");
-    wait_for_log_lines(&server, &["reload refused"], 2);
+    server.wait_for_log_lines(&["reload refused"], 2);
     assert_eq!(client.tool_names(), ["sha256"]);
     flows::sha256(&client);
 
@@ -279,7 +262,7 @@ fn a_broken_file_added_at_runtime_is_skipped() {
     let client = server.client();
 
     tools.add_bytes("x.wasm", b"\0asm\x0d\0\x01\0 garbage, not a component");
-    let line = wait_for_log_lines(&server, &["skipping component", "x.wasm"], 1);
+    let line = server.wait_for_log_lines(&["skipping component", "x.wasm"], 1);
     assert!(
         !line.contains("reload refused"),
         "one broken file does not refuse the reload: {line}"
@@ -312,7 +295,7 @@ fn a_fifo_beside_a_component_stalls_neither_reloads_nor_a_one_thread_server() {
     // Nobody writes to the FIFO: opening it to read would wait forever.
     tools.add_fifo("x.toml");
     tools.publish_as("deploy", "x.wasm");
-    let line = wait_for_log_lines(&server, &["skipping component", "x.wasm"], 1);
+    let line = server.wait_for_log_lines(&["skipping component", "x.wasm"], 1);
     assert!(
         line.contains("x.toml") && line.contains("a FIFO, not a regular file"),
         "{line}"
@@ -337,9 +320,9 @@ fn files_too_large_added_at_runtime_are_refused_by_their_size_unread() {
         tools.add_sparse("huge.wasm", b"\0asm\x0d\0\x01\0", 2 << 30);
         tools.add_sparse("m.toml", b"# a manifest\n", 256 << 20);
         tools.publish_as("deploy", "m.wasm");
-        let huge = wait_for_log_lines(&server, &["skipping component", "huge.wasm"], 1);
+        let huge = server.wait_for_log_lines(&["skipping component", "huge.wasm"], 1);
         assert!(huge.contains("larger than the limit of 128MiB"), "{huge}");
-        let manifest = wait_for_log_lines(&server, &["skipping component", "m.wasm"], 1);
+        let manifest = server.wait_for_log_lines(&["skipping component", "m.wasm"], 1);
         assert!(
             manifest.contains("m.toml") && manifest.contains("larger than the limit of 64KiB"),
             "{manifest}"

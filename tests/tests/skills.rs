@@ -6,7 +6,7 @@
 
 use airlock_e2e::mcp::{complete, no_caps};
 use airlock_e2e::oci_registry::sha256;
-use airlock_e2e::{Airlock, HttpServer, McpClient, ToolsDir, wait_until};
+use airlock_e2e::{Airlock, McpClient, ToolsDir, wait_until};
 use serde_json::{Value, json};
 
 const SKILL_MD: &str = "---\nname: hashing\ndescription: How to hash text with the sha256 tool\n---\nCall `sha256` with `{\"text\": ...}`.\n";
@@ -18,20 +18,6 @@ fn skills(client: &dyn McpClient) -> Vec<Value> {
         .as_array()
         .cloned()
         .unwrap_or_default()
-}
-
-/// Waits until the server's stderr has a line containing every one of
-/// `needles`; returns it.
-#[track_caller]
-fn wait_for_log_line(server: &HttpServer, needles: &[&str]) -> String {
-    wait_until(&format!("a log line with {needles:?}"), || {
-        let stderr = server.stderr();
-        stderr
-            .lines()
-            .find(|line| needles.iter().all(|needle| line.contains(needle)))
-            .map(str::to_owned)
-            .ok_or_else(|| format!("none in:\n{stderr}"))
-    })
 }
 
 #[test]
@@ -62,9 +48,9 @@ fn skills_that_break_a_rule_or_a_limit_are_refused_at_load_with_a_log_line() {
     let client = server.client();
     let served: Vec<_> = skills(&client).iter().map(|s| s["uri"].clone()).collect();
     assert_eq!(served, [json!("skill://hashing/SKILL.md")]);
-    wait_for_log_line(&server, &["skipping skill", "many", "--max-skill-files"]);
-    wait_for_log_line(&server, &["skipping skill", "large", "--max-skill-size"]);
-    wait_for_log_line(&server, &["skipping skill", "Bad--name", "naming rules"]);
+    server.wait_for_log_lines(&["skipping skill", "many", "--max-skill-files"], 1);
+    server.wait_for_log_lines(&["skipping skill", "large", "--max-skill-size"], 1);
+    server.wait_for_log_lines(&["skipping skill", "Bad--name", "naming rules"], 1);
     let called = client.call(&airlock_e2e::ToolCall::new("sha256", json!({"text": "x"})));
     assert!(
         called.get("result").is_some(),
