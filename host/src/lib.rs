@@ -13,6 +13,7 @@ pub mod audit;
 pub mod auth;
 pub mod cli;
 pub mod endpoint;
+mod guest_json;
 mod hex;
 pub mod inspect;
 pub mod legacy;

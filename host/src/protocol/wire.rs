@@ -13,13 +13,10 @@ use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+pub use crate::guest_json::GuestValueError;
+use crate::guest_json::{check_meta, json_object, json_text};
 use crate::registry::skills::Skill;
 use crate::runtime::{wit, wit_completions, wit_prompts, wit_resources};
-
-/// A guest value that cannot be put on the wire.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct GuestValueError(pub String);
 
 /// An `inputResponses` entry that is not a valid answer.
 #[derive(Debug, thiserror::Error)]
@@ -29,20 +26,6 @@ pub struct ResponseError {
     pub key: String,
     /// What is wrong with it.
     pub problem: String,
-}
-
-fn json_text<'a>(text: &'a str, what: &str) -> Result<&'a RawValue, GuestValueError> {
-    serde_json::from_str(text)
-        .map_err(|e| GuestValueError(format!("{what} is not valid JSON: {e}")))
-}
-
-fn json_object<'a>(text: &'a str, what: &str) -> Result<&'a RawValue, GuestValueError> {
-    let raw = json_text(text, what)?;
-    if raw.get().trim_start().starts_with('{') {
-        Ok(raw)
-    } else {
-        Err(GuestValueError(format!("{what} must be a JSON object")))
-    }
 }
 
 /// A guest's `meta` text, serialized verbatim as `_meta` once it is checked
@@ -62,11 +45,6 @@ impl Serialize for Meta<'_> {
             .map_err(serde::ser::Error::custom)?
             .serialize(serializer)
     }
-}
-
-/// Checks a guest's `meta` text: it must be a JSON object.
-pub fn check_meta(meta: &str) -> Result<&RawValue, GuestValueError> {
-    json_object(meta, "_meta")
 }
 
 /// Bytes serialized as standard Base64 text.

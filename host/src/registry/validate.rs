@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::listed_size;
 use super::uri_template::UriTemplate;
-use crate::protocol::wire;
+use crate::guest_json::check_meta;
 use crate::runtime::{Listing, RuntimeLimits, wit, wit_prompts, wit_resources};
 use crate::units::format_size;
 
@@ -106,7 +106,7 @@ fn validate_metas(listing: &Listing) -> Result<(), String> {
         }));
     for (what, key, meta) in metas {
         if let Some(meta) = meta {
-            wire::check_meta(meta).map_err(|why| format!("{what} `{key}`: {why}"))?;
+            check_meta(meta).map_err(|why| format!("{what} `{key}`: {why}"))?;
         }
     }
     Ok(())
