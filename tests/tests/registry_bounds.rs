@@ -102,7 +102,7 @@ fn answer(
             }
             Misbehaviour::Unavailable { failures } => {
                 let wasm = std::fs::read(component("hash")).expect("read a built component");
-                let (manifest, config) = manifest_of(&wasm);
+                let (manifest, config) = manifest_listing(&sha256(&wasm), wasm.len());
                 let mut counts = refused.lock().unwrap();
                 let count = counts.entry(path.to_owned()).or_insert(0);
                 let body = if !(path.contains("/manifests/") || path.contains("/blobs/")) {
@@ -137,22 +137,8 @@ fn answer(
                 }
             }
             Misbehaviour::EndlessLayer => {
-                let config = b"{}".to_vec();
-                let manifest = serde_json::json!({
-                    "schemaVersion": 2,
-                    "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                    "config": {
-                        "mediaType": "application/vnd.wasm.config.v0+json",
-                        "digest": sha256(&config),
-                        "size": config.len(),
-                    },
-                    "layers": [{
-                        "mediaType": "application/wasm",
-                        "digest": sha256(&[0u8; 1000]),
-                        "size": 1000,
-                    }],
-                })
-                .to_string();
+                // The manifest lists 1000 bytes of zeros; the layer never ends.
+                let (manifest, config) = manifest_listing(&sha256(&[0u8; 1000]), 1000);
                 if path.contains("/manifests/") {
                     let head = format!(
                         "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\nDocker-Content-Digest: {}\r\nContent-Length: {}\r\n\r\n",
@@ -185,9 +171,9 @@ fn answer(
     }
 }
 
-/// The manifest (Wasm OCI artifact layout) of the component `wasm`, and
-/// its config blob.
-fn manifest_of(wasm: &[u8]) -> (String, Vec<u8>) {
+/// A manifest (Wasm OCI artifact layout) whose one layer is listed with
+/// `digest` and `size`, and its config blob.
+fn manifest_listing(digest: &str, size: usize) -> (String, Vec<u8>) {
     let config = b"{}".to_vec();
     let manifest = serde_json::json!({
         "schemaVersion": 2,
@@ -199,8 +185,8 @@ fn manifest_of(wasm: &[u8]) -> (String, Vec<u8>) {
         },
         "layers": [{
             "mediaType": "application/wasm",
-            "digest": sha256(wasm),
-            "size": wasm.len(),
+            "digest": digest,
+            "size": size,
         }],
     })
     .to_string();
