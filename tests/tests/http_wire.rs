@@ -862,8 +862,10 @@ fn the_wire_page_commands_run_as_written() {
         .into_iter()
         .collect::<Result<_, _>>()
         .unwrap_or_else(|e| panic!("{e}: {stdout}"));
-    let results: Vec<&Value> = answers.iter().map(|a| &a["result"]).collect();
-    assert_eq!(results.len(), 5, "{stdout}");
+    let (responses, notifications): (Vec<&Value>, Vec<&Value>) =
+        answers.iter().partition(|a| a.get("id").is_some());
+    let results: Vec<&Value> = responses.iter().map(|a| &a["result"]).collect();
+    assert_eq!(results.len(), 6, "{stdout}");
     assert_eq!(results[0]["resultType"], "input_required", "{stdout}");
     assert!(
         results[0]["inputRequests"]["confirm"].is_object(),
@@ -873,4 +875,24 @@ fn the_wire_page_commands_run_as_written() {
     assert_eq!(results[2]["resultType"], "task", "{stdout}");
     assert_eq!(results[3]["taskId"], results[2]["taskId"], "{stdout}");
     assert!(results[4].is_object(), "{stdout}");
+    assert!(
+        text(results[5]).starts_with("Report on 2 items:"),
+        "{stdout}"
+    );
+    // The progress and log messages the last call asked for, before its
+    // response.
+    let methods: Vec<&Value> = notifications.iter().map(|n| &n["method"]).collect();
+    assert_eq!(
+        methods,
+        ["notifications/message", "notifications/progress"],
+        "{stdout}"
+    );
+    assert_eq!(
+        notifications[0]["params"]["data"], "described items 1-2 of 2",
+        "{stdout}"
+    );
+    assert_eq!(
+        notifications[1]["params"]["progressToken"], "report-1",
+        "{stdout}"
+    );
 }

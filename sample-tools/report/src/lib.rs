@@ -4,7 +4,7 @@
 //! fresh instance. So the tool does a few items per round and carries its
 //! progress so far to the next round, which picks up where the last one
 //! stopped; the final round returns the whole report. Each round also
-//! reports progress.
+//! reports progress, and logs which items it described.
 //!
 //! For a client that uses tasks (MCP's tasks extension), the first round
 //! goes on as a task at once, and each task round does one slice and
@@ -14,7 +14,9 @@
 //! questions, just the progress), and the client calls again at once. See
 //! README.md.
 
-use airlock_guest::{Call, CallResult, Error, Outcome, TaskSupport, Tool, Tools, json, progress};
+use airlock_guest::{
+    Call, CallResult, Error, Outcome, TaskSupport, Tool, Tools, json, log, progress,
+};
 use serde::{Deserialize, Serialize};
 
 /// Items per round when the call does not say.
@@ -113,6 +115,11 @@ fn build_report(call: &Call) -> Result<Outcome, Error> {
         report.lines.push(describe(index + 1, item));
     }
     let done = report.lines.len();
+    log::info(format!(
+        "described items {}-{end} of {}",
+        start + 1,
+        items.len()
+    ));
     progress(
         done as f64,
         Some(items.len() as f64),
