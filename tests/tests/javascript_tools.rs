@@ -7,7 +7,8 @@
 //! next, and the resources, prompt (with a question) and completions of
 //! `js_notes`, which behave exactly as Python's `py_notes`, and the MCP App
 //! (its `_meta.ui` on the wire) and served skill of `js_bar_chart`, as
-//! Python's `py_bar_chart`. The servers share a cache of compiled components (see
+//! Python's `py_bar_chart`, and the log of a crash naming the author's lines
+//! (the test app `js_crash`). The servers share a cache of compiled components (see
 //! `airlock_e2e::language_tools`).
 
 use airlock_e2e::flows::{assert_form, drive};
@@ -29,6 +30,9 @@ const CLEAR_DONE: &str = "js_clear_done";
 const NOTES: &str = "js_notes";
 /// The MCP App sample's component.
 const BAR_CHART: &str = "js_bar_chart";
+/// The test app whose `divide` crashes in its `app.js` or in the `ratio.js`
+/// it imports (guest-sdks/javascript/tests/apps/js_crash).
+const CRASH: &str = "js_crash";
 
 /// `airlock inspect` tells an operator what the component needs: its size,
 /// its initial memory (the interpreter's heap snapshot) and compile time.
@@ -97,6 +101,45 @@ fn answers_and_is_not_ready_while_a_large_component_compiles() {
         "{}",
         server.stderr()
     );
+}
+
+/// A crash is logged with its stack naming the author's own files, lines and
+/// columns (`app.js`, the `ratio.js` it imports, the SDK's files), not lines
+/// of the bundle the build made of them; the client gets an error result
+/// saying the tool crashed.
+#[test]
+fn a_crash_is_logged_with_the_authors_lines() {
+    let server = JAVASCRIPT
+        .server(CRASH)
+        .args(["--log-format", "json"])
+        .start_http();
+    let client = server.client();
+    let crashes = [
+        (
+            json!({"here": true}),
+            "RangeError: crashed in app.js\nStack:\n  quotient@app.js:18:11\n  @app.js:13:20\n  \
+             callTool@airlock-guest/src/tools.js:",
+        ),
+        (
+            json!({"a": 1, "b": 0}),
+            "RangeError: division by zero in ratio.js\nStack:\n  ratio@ratio.js:5:11\n  \
+             quotient@app.js:20:10\n  @app.js:13:20\n  callTool@airlock-guest/src/tools.js:",
+        ),
+    ];
+    for (count, (arguments, report)) in crashes.into_iter().enumerate() {
+        assert_error_result(
+            &client.call(&ToolCall::new("divide", arguments)),
+            "Tool 'divide' failed: the tool crashed (wasm trap)",
+        );
+        let line = server.wait_for_log_lines(&["call failed", "divide"], count + 1);
+        let line: Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        let stderr = line["fields"]["stderr"].as_str().unwrap_or_default();
+        assert!(stderr.starts_with(report), "{line}");
+        assert!(!stderr.contains("bundle.js"), "{line}");
+    }
+    let fine = client.call(&ToolCall::new("divide", json!({"a": 1, "b": 4})));
+    assert_eq!(text(complete(&fine)), "0.25", "{fine}");
 }
 
 language_over_both_transports! {

@@ -147,8 +147,11 @@ test("an unknown tool is an error result", () => {
   assert.equal(outcome.val.content[0].val.text, "unknown tool `nope`");
 });
 
-test("any other exception propagates (the call traps)", () => {
-  assert.throws(() => tools.callTool("unit_crash", "{}", firstRound()), RangeError);
+test("any other exception propagates as a crash naming it (the call traps)", () => {
+  assert.throws(
+    () => tools.callTool("unit_crash", "{}", firstRound()),
+    (crash) => crash.error instanceof RangeError && crash.toSource().startsWith("RangeError: a bug\nStack:\n"),
+  );
 });
 
 test("a task step and a failure become their outcomes", () => {

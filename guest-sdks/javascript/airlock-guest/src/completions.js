@@ -1,6 +1,8 @@
 // Argument completion for prompts and resource templates: `completer(spec,
 // suggest)` declares one; `completions` is the export.
 
+import { reportingCrashes } from "./crash.js";
+
 /** Most values one completion may hold; longer lists are cut (and `hasMore` set). */
 export const MAX_VALUES = 100;
 
@@ -33,7 +35,7 @@ export function completer(spec, suggest) {
 }
 
 /** The component's `completions` export. */
-export const completions = {
+export const completions = reportingCrashes({
   complete(request) {
     const suggest = registered.get(keyOf(request.target.tag, request.target.val, request.argumentName));
     const none = { values: [], total: undefined, hasMore: false };
@@ -48,4 +50,4 @@ export const completions = {
     const { values, total, hasMore } = found instanceof Completion ? found : new Completion(found);
     return { values: values.slice(0, MAX_VALUES), total, hasMore: hasMore || values.length > MAX_VALUES };
   },
-};
+});

@@ -2,6 +2,7 @@
 
 import { InputRequired } from "./asking.js";
 import { metaJson, textBlock } from "./content.js";
+import { reportingCrashes } from "./crash.js";
 import { requireStrings } from "./declare.js";
 import { Inputs } from "./inputs.js";
 
@@ -62,7 +63,7 @@ function promptOutcome(outcome) {
 }
 
 /** The component's `prompts` export. */
-export const prompts = {
+export const prompts = reportingCrashes({
   listPrompts() {
     return [...registered.values()].map(({ listing }) => listing);
   },
@@ -80,4 +81,4 @@ export const prompts = {
       throw err;
     }
   },
-};
+});

@@ -5,6 +5,7 @@
 import { APP_MIME_TYPE, appMeta } from "./apps.js";
 import { InputRequired } from "./asking.js";
 import { checkMeta, metaJson, resourceContents } from "./content.js";
+import { reportingCrashes } from "./crash.js";
 import { requireStrings } from "./declare.js";
 import { Inputs } from "./inputs.js";
 
@@ -80,7 +81,7 @@ function readOutcome(uri, entry, outcome) {
 }
 
 /** The component's `resources` export. */
-export const resources = {
+export const resources = reportingCrashes({
   listResources() {
     return [...fixed.values()].map(({ listing }) => listing);
   },
@@ -98,4 +99,4 @@ export const resources = {
     read.variables = Object.fromEntries(match?.variables ?? []);
     return readOutcome(uri, entry, entry.reader(read));
   },
-};
+});

@@ -4,6 +4,7 @@
 import { toolMeta } from "./apps.js";
 import { InputRequired } from "./asking.js";
 import { Result, metaJson, toJson } from "./content.js";
+import { reportingCrashes } from "./crash.js";
 import { requireStrings } from "./declare.js";
 import { Inputs } from "./inputs.js";
 
@@ -84,7 +85,7 @@ export function callOutcome(outcome) {
 }
 
 /** The component's `tools` export: the tools declared with `tool`. */
-export const tools = {
+export const tools = reportingCrashes({
   listTools() {
     return [...registered.values()].map(({ listing }) => listing);
   },
@@ -103,4 +104,4 @@ export const tools = {
       throw err;
     }
   },
-};
+});
