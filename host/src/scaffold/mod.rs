@@ -1,7 +1,9 @@
 //! `airlock new NAME`: a tool crate of its own, with one example tool, that
 //! builds into a component Airlock serves (with a plain `cargo build`, its
 //! default target being `wasm32-wasip2`, or cargo-component), its unit
-//! tests and a README saying how.
+//! tests and a README saying how. With `--language python|javascript`, a
+//! project of one `app.py` or `app.js` instead, built by the build script of
+//! the kit this binary carries ([`kit`]).
 //!
 //! The files are the templates in `scaffold/`, with `{{name}}` (the crate),
 //! `{{lib}}` (its library, the `.wasm`'s name), `{{tool}}` (the example
@@ -9,6 +11,7 @@
 //! told to use a local SDK, the crate gets the SDK this binary carries
 //! ([`sdk`]), written into it, so it builds offline and without a checkout.
 
+mod kit;
 mod sdk;
 
 use std::path::{Path, PathBuf};
@@ -22,8 +25,22 @@ pub struct NewToolConfig {
     pub name: String,
     /// The directory the crate's directory is created in.
     pub parent: PathBuf,
-    /// Where the crate gets the guest SDK from.
+    /// Where the crate gets the guest SDK from (a Rust crate only).
     pub sdk: SdkSource,
+    /// The language of the tool.
+    pub language: Language,
+}
+
+/// The language a new tool is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Language {
+    /// A crate built with cargo.
+    #[default]
+    Rust,
+    /// An `app.py` built with componentize-py.
+    Python,
+    /// An `app.js` (an ES module) built with componentize-js.
+    Javascript,
 }
 
 /// Where a new tool crate gets `airlock-guest` from.
@@ -54,6 +71,20 @@ const TEMPLATES: [(&str, &str); 5] = [
     ("src/lib.rs", include_str!("lib.rs.template")),
 ];
 
+/// The templates of a Python project.
+const PYTHON_TEMPLATES: [(&str, &str); 3] = [
+    ("app.py", include_str!("app.py.template")),
+    (".gitignore", include_str!("gitignore-python.template")),
+    ("README.md", include_str!("README-python.md.template")),
+];
+
+/// The templates of a JavaScript project.
+const JAVASCRIPT_TEMPLATES: [(&str, &str); 3] = [
+    ("app.js", include_str!("app.js.template")),
+    (".gitignore", include_str!("gitignore-javascript.template")),
+    ("README.md", include_str!("README-javascript.md.template")),
+];
+
 /// The longest name: the limit on a tool's name.
 const MAX_NAME_LEN: usize = 64;
 
@@ -66,10 +97,12 @@ const RESERVED: &str = "\
     struct super test trait true try type typeof unsafe unsized use virtual \
     where while yield";
 
-/// Checks that `name` can name both a crate and a tool: 1 to 64 ASCII
-/// letters, digits, `_` and `-`, starting with a letter, and no keyword or
-/// standard crate. The error says which rule it breaks.
-pub fn check_name(name: &str) -> Result<(), String> {
+/// Checks that `name` can name a tool, its directory and its `.wasm` file: 1
+/// to 64 ASCII letters, digits, `_` and `-`, starting with a letter; for a
+/// Rust crate, no keyword or standard crate either. The name of a Python or
+/// JavaScript project is no identifier of its language (its module is
+/// `app`), so their keywords are fine. The error says which rule it breaks.
+pub fn check_name(name: &str, language: Language) -> Result<(), String> {
     let Some(first) = name.chars().next() else {
         return Err("the name is empty".into());
     };
@@ -86,11 +119,11 @@ pub fn check_name(name: &str) -> Result<(), String> {
         .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
     {
         return Err(format!(
-            "`{name}` has {bad:?}: a crate and tool name takes ASCII letters, digits, `_` and `-`"
+            "`{name}` has {bad:?}: a tool name takes ASCII letters, digits, `_` and `-`"
         ));
     }
     let lib = lib_name(name);
-    if RESERVED.split_whitespace().any(|reserved| reserved == lib) {
+    if language == Language::Rust && RESERVED.split_whitespace().any(|reserved| reserved == lib) {
         return Err(format!(
             "`{name}` is a Rust keyword or a standard crate's name"
         ));
@@ -98,10 +131,21 @@ pub fn check_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The path of the component a plain `cargo build --release` makes of the
-/// crate `name`, from the crate's directory.
-pub fn component_path(name: &str) -> String {
-    format!("target/wasm32-wasip2/release/{}.wasm", lib_name(name))
+/// The path of the component the build makes of the project `name` in
+/// `language` (for Rust, a plain `cargo build --release`), from its directory.
+pub fn component_path(name: &str, language: Language) -> String {
+    match language {
+        Language::Rust => format!("target/wasm32-wasip2/release/{}.wasm", lib_name(name)),
+        Language::Python | Language::Javascript => format!("{name}.wasm"),
+    }
+}
+
+/// The command that builds the project, run in its directory.
+pub fn build_command(language: Language) -> String {
+    kit::build_script(language).map_or_else(
+        || "cargo build --release".to_owned(),
+        |script| format!("{script} --out . ."),
+    )
 }
 
 /// Creates the crate `config.name` in `config.parent` (made if missing) and
@@ -109,8 +153,17 @@ pub fn component_path(name: &str) -> String {
 /// that exists already, and an SDK path without a `Cargo.toml`. With
 /// [`SdkSource::Carried`], writes the SDK into the crate too.
 pub fn create(config: &NewToolConfig) -> anyhow::Result<PathBuf> {
-    check_name(&config.name).map_err(anyhow::Error::msg)?;
-    let sdk = dependency(&config.sdk)?;
+    check_name(&config.name, config.language).map_err(anyhow::Error::msg)?;
+    let (templates, sdk) = match config.language {
+        Language::Rust => (&TEMPLATES[..], dependency(&config.sdk)?),
+        _ if config.sdk != SdkSource::Carried => {
+            bail!(
+                "an SDK path is for a Rust crate: a Python or JavaScript project gets its SDK from this binary"
+            )
+        }
+        Language::Python => (&PYTHON_TEMPLATES[..], String::new()),
+        Language::Javascript => (&JAVASCRIPT_TEMPLATES[..], String::new()),
+    };
     std::fs::create_dir_all(&config.parent)
         .with_context(|| format!("creating {}", config.parent.display()))?;
     let dir = config.parent.join(&config.name);
@@ -121,23 +174,39 @@ pub fn create(config: &NewToolConfig) -> anyhow::Result<PathBuf> {
         )
     })?;
     let lib = lib_name(&config.name);
-    for (path, template) in TEMPLATES {
+    for (path, template) in templates {
         let text = template
             .replace("{{name}}", &config.name)
             .replace("{{lib}}", &lib)
             .replace("{{tool}}", &config.name)
             .replace("{{sdk}}", &sdk);
-        let path = dir.join(path);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("creating {}", parent.display()))?;
-        }
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        write_file(&dir.join(path), &text, false)?;
     }
-    if config.sdk == SdkSource::Carried {
-        sdk::write(&dir)?;
+    match config.language {
+        Language::Rust if config.sdk == SdkSource::Carried => sdk::write(&dir)?,
+        Language::Rust => {}
+        language => kit::write(&dir, language)?,
     }
     Ok(dir)
+}
+
+/// Writes `text` to `path`, making its directory; `executable` makes it a
+/// program (mode 0755) on Unix.
+fn write_file(path: &Path, text: &str, executable: bool) -> anyhow::Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    #[cfg(unix)]
+    if executable {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+            .with_context(|| format!("making {} executable", path.display()))?;
+    }
+    #[cfg(not(unix))]
+    let _ = executable;
+    Ok(())
 }
 
 /// The crate's library name: its name with `-` as `_`, as cargo makes it.
@@ -182,6 +251,14 @@ mod tests {
             name: name.into(),
             parent: parent.to_path_buf(),
             sdk,
+            language: Language::Rust,
+        }
+    }
+
+    fn config_in(parent: &Path, name: &str, language: Language) -> NewToolConfig {
+        NewToolConfig {
+            language,
+            ..config(parent, name, SdkSource::Carried)
         }
     }
 
@@ -199,7 +276,9 @@ mod tests {
             "A",
             &"x".repeat(64),
         ] {
-            assert_eq!(check_name(name), Ok(()), "{name}");
+            for language in [Language::Rust, Language::Python, Language::Javascript] {
+                assert_eq!(check_name(name, language), Ok(()), "{name}");
+            }
         }
     }
 
@@ -219,8 +298,37 @@ mod tests {
             ("proc-macro", "standard crate"),
             (&"x".repeat(65), "longer than 64"),
         ] {
-            let error = check_name(name).expect_err(name);
+            let error = check_name(name, Language::Rust).expect_err(name);
             assert!(error.contains(rule), "{name}: {error}");
+        }
+    }
+
+    #[test]
+    fn rust_keywords_name_python_and_javascript_tools_but_the_other_rules_hold() {
+        // Rust's and the standard crates' names, and Python's and
+        // JavaScript's keywords: none is an identifier of the project.
+        for name in [
+            "fn",
+            "Self",
+            "std",
+            "proc-macro",
+            "type",
+            "class",
+            "import",
+            "lambda",
+            "function",
+        ] {
+            for language in [Language::Python, Language::Javascript] {
+                assert_eq!(check_name(name, language), Ok(()), "{name} in {language:?}");
+            }
+        }
+        for name in ["", "2fast", "my.tool", "../escape", &"x".repeat(65)] {
+            for language in [Language::Python, Language::Javascript] {
+                assert!(
+                    check_name(name, language).is_err(),
+                    "{name} in {language:?}"
+                );
+            }
         }
     }
 
@@ -265,7 +373,7 @@ mod tests {
             "a plain `cargo build` builds the component"
         );
         assert_eq!(
-            component_path("weather-report"),
+            component_path("weather-report", Language::Rust),
             "target/wasm32-wasip2/release/weather_report.wasm"
         );
         for target in ["wasm32-wasip2", "wasm32-wasip1"] {
@@ -326,5 +434,75 @@ mod tests {
             "{error:#}"
         );
         assert!(!parent.path().join("fine").exists());
+    }
+
+    #[test]
+    fn creates_a_python_or_javascript_project_with_the_kit_this_binary_carries() {
+        for (language, app, script, sdk) in [
+            (
+                Language::Python,
+                "app.py",
+                ".airlock/scripts/build-python-tools",
+                ".airlock/guest-sdks/python/airlock_guest/__init__.py",
+            ),
+            (
+                Language::Javascript,
+                "app.js",
+                ".airlock/scripts/build-javascript-tools",
+                ".airlock/guest-sdks/javascript/airlock-guest/index.js",
+            ),
+        ] {
+            let parent = tempfile::tempdir().unwrap();
+            let dir = create(&config_in(parent.path(), "weather-report", language)).unwrap();
+            assert_eq!(dir, parent.path().join("weather-report"));
+            let source = std::fs::read_to_string(dir.join(app)).unwrap();
+            assert!(
+                source.contains(r#"name="weather-report""#)
+                    || source.contains(r#"name: "weather-report""#),
+                "{source}"
+            );
+            assert_eq!(build_command(language), format!("{script} --out . ."));
+            assert_eq!(
+                component_path("weather-report", language),
+                "weather-report.wasm"
+            );
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt as _;
+                let mode = std::fs::metadata(dir.join(script))
+                    .unwrap()
+                    .permissions()
+                    .mode();
+                assert_eq!(mode & 0o111, 0o111, "{script} is executable");
+            }
+            assert!(dir.join(sdk).is_file(), "{sdk}");
+            assert!(dir.join(".airlock/guest-sdk/wit/worlds.wit").is_file());
+            let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+            assert!(readme.contains(&build_command(language)), "{readme}");
+            assert!(readme.contains("weather-report.wasm"), "{readme}");
+            assert!(!dir.join("Cargo.toml").exists() && !dir.join("vendor").exists());
+            for file in [app, "README.md", ".gitignore"] {
+                let text = std::fs::read_to_string(dir.join(file)).unwrap();
+                assert!(!text.contains("{{"), "{file} has an unfilled placeholder");
+            }
+        }
+    }
+
+    #[test]
+    fn an_sdk_path_is_refused_for_python_and_javascript() {
+        let parent = tempfile::tempdir().unwrap();
+        let sdk = tempfile::tempdir().unwrap();
+        for language in [Language::Python, Language::Javascript] {
+            let config = NewToolConfig {
+                sdk: SdkSource::Path(sdk.path().to_path_buf()),
+                ..config_in(parent.path(), "t", language)
+            };
+            let error = create(&config).unwrap_err();
+            assert!(
+                format!("{error:#}").contains("an SDK path is for a Rust crate"),
+                "{error:#}"
+            );
+            assert!(!parent.path().join("t").exists());
+        }
     }
 }

@@ -25,12 +25,7 @@ pub fn write(crate_dir: &Path) -> anyhow::Result<()> {
         } else {
             (*text).to_owned()
         };
-        let path = sdk.join(path);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("creating {}", parent.display()))?;
-        }
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        super::write_file(&sdk.join(path), &text, false)?;
     }
     Ok(())
 }
