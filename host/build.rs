@@ -22,8 +22,9 @@ const DIRS: [&str; 3] = ["src", "tests", "wit"];
 
 /// What `scripts/build-python-tools` reads, from the repository's root:
 /// files, and directories taken whole.
-const PYTHON_KIT: [&str; 6] = [
+const PYTHON_KIT: [&str; 7] = [
     "scripts/build-python-tools",
+    "scripts/app-outputs.sh",
     "scripts/python-toolchain",
     "scripts/venv-common.sh",
     "guest-sdks/python/toolchain.lock",
@@ -32,8 +33,9 @@ const PYTHON_KIT: [&str; 6] = [
 ];
 
 /// What `scripts/build-javascript-tools` reads, from the repository's root.
-const JAVASCRIPT_KIT: [&str; 5] = [
+const JAVASCRIPT_KIT: [&str; 6] = [
     "scripts/build-javascript-tools",
+    "scripts/app-outputs.sh",
     "scripts/javascript-toolchain",
     "guest-sdks/javascript/airlock-guest",
     "guest-sdks/javascript/toolchain",

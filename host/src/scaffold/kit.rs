@@ -54,6 +54,7 @@ mod tests {
                 PYTHON,
                 &[
                     "scripts/build-python-tools",
+                    "scripts/app-outputs.sh",
                     "scripts/python-toolchain",
                     "scripts/venv-common.sh",
                     "guest-sdks/python/toolchain.lock",
@@ -65,6 +66,7 @@ mod tests {
                 JAVASCRIPT,
                 &[
                     "scripts/build-javascript-tools",
+                    "scripts/app-outputs.sh",
                     "scripts/javascript-toolchain",
                     "guest-sdks/javascript/airlock-guest/index.js",
                     "guest-sdks/javascript/airlock-guest/package.json",
