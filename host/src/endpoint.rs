@@ -388,7 +388,7 @@ impl Endpoint {
         let delivery = Delivery::MayStream { long_lived: true };
         Outcome::Run(Call::new(delivery, move |notifier| async move {
             let caller = peer.caller();
-            let serve = legacy.handle(&session, &request, caller, notifier.as_ref(), via);
+            let serve = || legacy.handle(&session, &request, caller, notifier.as_ref(), via);
             within(registered, serve).await
         }))
     }
@@ -429,7 +429,7 @@ impl Endpoint {
                 caller,
                 headers,
             };
-            let serve = server.handle(&request, context, notifier.as_ref());
+            let serve = || server.handle(&request, context, notifier.as_ref());
             within(registered, serve).await
         }))
     }
@@ -482,12 +482,16 @@ fn cancel(in_flight: &InFlight, notification: &Notification) {
     }
 }
 
-/// Runs `serve` as the request `registered` names, if any: a cancelled
-/// request gets no reply ([`Reply::none`]).
-async fn within(registered: Option<Registered>, serve: impl Future<Output = Reply>) -> Reply {
+/// Runs the future `serve` makes as the request `registered` names, if any:
+/// a cancelled request gets no reply ([`Reply::none`]). (A maker, not a
+/// future: see [`in_request_span`](crate::logging::in_request_span).)
+async fn within<F: Future<Output = Reply>>(
+    registered: Option<Registered>,
+    serve: impl FnOnce() -> F,
+) -> Reply {
     match registered {
-        None => serve.await,
-        Some(registered) => registered.run(serve).await.unwrap_or_else(Reply::none),
+        None => serve().await,
+        Some(registered) => registered.run(serve()).await.unwrap_or_else(Reply::none),
     }
 }
 
@@ -523,5 +527,18 @@ fn refused_session(full: Full, principal: &str) -> RpcError {
             ))
             .with_data(json!({ "limit": "sessions-per-principal", "max": max }))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_registered_request_is_held_once() {
+        let in_flight = Arc::new(InFlight::default());
+        let registered = Some(in_flight.register(&serde_json::json!(1)));
+        let served = within(registered, || crate::held_once::four_kib(Reply::none()));
+        crate::held_once::assert_held_once(&served);
     }
 }

@@ -14,6 +14,8 @@ pub mod auth;
 pub mod cli;
 pub mod endpoint;
 mod guest_json;
+#[cfg(test)]
+mod held_once;
 mod hex;
 pub mod inspect;
 pub mod legacy;

@@ -69,12 +69,20 @@ where
         .finish()
 }
 
-/// Runs `work`, the serving of request `id`, inside a span that names its
-/// request id and, with traces, its trace id, when the log shows them.
-/// Call it inside the request's trace context.
-pub async fn in_request_span<F: Future>(id: &serde_json::Value, work: F) -> F::Output {
+/// Runs the future `work` makes, the serving of request `id`, inside a span
+/// that names its request id and, with traces, its trace id, when the log
+/// shows them. Poll it inside the request's trace context.
+///
+/// It takes a maker, not a future, as every wrapper of a request's future
+/// does: an `async fn` keeps a future it is given beside the one it awaits,
+/// so each wrapper would double the size of the request's future, which is
+/// then copied whole when boxed.
+pub async fn in_request_span<F: Future>(
+    id: &serde_json::Value,
+    work: impl FnOnce() -> F,
+) -> F::Output {
     if !REQUEST_SPANS.load(Ordering::Relaxed) {
-        return work.await;
+        return work().await;
     }
     let id = match id {
         serde_json::Value::String(text) => Cow::Borrowed(text.as_str()),
@@ -88,7 +96,7 @@ pub async fn in_request_span<F: Future>(id: &serde_json::Value, work: F) -> F::O
     if let Some(trace) = crate::telemetry::current_trace_id() {
         span.record("trace_id", trace);
     }
-    work.instrument(span).await
+    work().instrument(span).await
 }
 
 /// A [`MakeWriter`] whose writers keep every event on one line (see the
@@ -211,6 +219,13 @@ mod tests {
     }
 
     #[test]
+    fn the_span_holds_the_request_once() {
+        let id = serde_json::json!(1);
+        let span = in_request_span(&id, || crate::held_once::four_kib(()));
+        crate::held_once::assert_held_once(&span);
+    }
+
+    #[test]
     fn line_breaks_are_escaped_and_the_final_newline_kept() {
         assert_eq!(written("a\nb\rc\td\n", false), "a\\nb\\rc\\td\n");
         assert_eq!(written("no newline\r", false), "no newline\\r");
@@ -290,7 +305,7 @@ mod tests {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .build()
                 .unwrap();
-            runtime.block_on(in_request_span(&serde_json::json!("req-7"), async {
+            runtime.block_on(in_request_span(&serde_json::json!("req-7"), || async {
                 tracing::info!(tool = "echo", "inside\nthe request");
             }));
             tracing::info!("outside");

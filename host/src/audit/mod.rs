@@ -181,19 +181,20 @@ pub struct AuditedTask<'a> {
     pub round: u32,
 }
 
-/// Serves `request` with `work` and records how it ended.
-pub async fn request<F, A>(request: Requested<'_>, work: F) -> A
+/// Serves `request` with the future `work` makes and records how it ended
+/// (a maker, not a future: see [`in_request_span`](crate::logging::in_request_span)).
+pub async fn request<F, A>(request: Requested<'_>, work: impl FnOnce() -> F) -> A
 where
     F: Future<Output = A>,
     A: Settled,
 {
     if TRAIL.get().is_none() {
-        return work.await;
+        return work().await;
     }
     NOTES
         .scope(RefCell::default(), async {
             let started = Instant::now();
-            let answer = work.await;
+            let answer = work().await;
             let notes = NOTES.with(|notes| notes.take());
             if audited(request.method) || notes.refused.is_some() {
                 emit("call", call_fields(&request, &answer, notes, started));
@@ -503,6 +504,31 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a record of a test request says it ended with.
+    struct Done;
+
+    impl Settled for Done {
+        fn outcome(&self) -> &'static str {
+            "complete"
+        }
+        fn error_code(&self) -> Option<i32> {
+            None
+        }
+    }
+
+    #[test]
+    fn the_record_holds_the_request_once() {
+        let (params, id) = (Map::new(), json!(1));
+        let requested = Requested {
+            method: "tools/call",
+            params: &params,
+            id: &id,
+            principal: "anonymous",
+        };
+        let recorded = request(requested, || crate::held_once::four_kib(Done));
+        crate::held_once::assert_held_once(&recorded);
+    }
 
     #[test]
     fn identity_comes_from_the_principals_prefix() {

@@ -171,7 +171,7 @@ impl Legacy {
             via,
             target_served: self.server.serves_named(&request.method, &request.params),
         };
-        let handled = self.handle_untraced(session, request, caller, notifier);
+        let handled = || self.handle_untraced(session, request, caller, notifier);
         telemetry::serve(incoming, handled, |reply| {
             Outcome::of_reply(&request.method, &reply.body)
         })

@@ -367,15 +367,19 @@ impl Server {
             session: None,
             target_served: self.serves_named(&request.method, &request.params),
         };
-        let answered = self.answer_untraced(request, context, notifier);
         let requested = audit::Requested {
             method: &request.method,
             params: &request.params,
             id: &request.id,
             principal: context.principal,
         };
-        let answered = audit::request(requested, answered);
-        let answered = crate::logging::in_request_span(&request.id, answered);
+        let answered = || {
+            crate::logging::in_request_span(&request.id, || {
+                audit::request(requested, || {
+                    self.answer_untraced(request, context, notifier)
+                })
+            })
+        };
         telemetry::serve(incoming, answered, traced_outcome).await
     }
 
@@ -387,8 +391,8 @@ impl Server {
         notifier: Option<&Notifier>,
     ) -> Answer {
         let started = metrics::started();
-        // Boxed: routing holds a fresh instance's call state (about 12 KiB),
-        // and every future that contains this one (the HTTP handler's, the
+        // Boxed: routing holds a fresh instance's whole call state, and
+        // every future that contains this one (the HTTP handler's, the
         // spawned task's) would otherwise be that large and be copied, whole,
         // each time it is moved (into a task, into a response future). One
         // allocation per request instead.

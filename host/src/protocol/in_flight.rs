@@ -14,6 +14,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures_util::FutureExt as _;
 use futures_util::future::{AbortHandle, AbortRegistration, Abortable};
 use serde_json::Value;
 
@@ -137,9 +138,15 @@ impl InFlight {
 impl Registered {
     /// Runs `work` as the registered request, until it ends or is
     /// cancelled (`None`); then the request is no longer in flight.
-    pub async fn run<T>(mut self, work: impl Future<Output = T>) -> Option<T> {
+    ///
+    /// Not an `async fn`, which would keep `work` beside the future it
+    /// awaits: `work` is most of a request's future, held here once.
+    pub fn run<F: Future>(mut self, work: F) -> impl Future<Output = Option<F::Output>> {
         let abort = self.abort.take().expect("a registration runs once");
-        Abortable::new(work, abort).await.ok()
+        Abortable::new(work, abort).map(move |outcome| {
+            drop(self);
+            outcome.ok()
+        })
     }
 }
 
@@ -163,6 +170,15 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_run_holds_the_request_once() {
+        let in_flight = Arc::new(InFlight::default());
+        let run = in_flight
+            .register(&json!(1))
+            .run(crate::held_once::four_kib(()));
+        crate::held_once::assert_held_once(&run);
+    }
 
     #[tokio::test]
     async fn a_request_is_cancellable_from_its_registration_to_the_end_of_its_run() {

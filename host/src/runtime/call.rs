@@ -137,7 +137,7 @@ impl Runtime {
                 stderr: None,
             })?;
         let store = &mut call.store;
-        let result = within(deadline, async {
+        let result = within(deadline, || async {
             let instance = instance_pre
                 .instantiate_async(&mut *store)
                 .await
@@ -313,7 +313,7 @@ impl Runtime {
         // Ended once the call's outcome is classified (a deadline, the
         // memory cap, a trap).
         let mut guest_call = None;
-        let result = within(deadline, async {
+        let result = within(deadline, || async {
             let started = metrics::started();
             let instantiating = ChildSpan::start("instantiate");
             let func = component.instantiate::<P, O>(&mut *store, export).await;

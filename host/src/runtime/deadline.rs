@@ -18,14 +18,19 @@ pub(crate) struct DeadlineExceeded;
 #[derive(Debug)]
 pub(crate) struct DeadlinePassed;
 
-/// Runs `future` until `deadline`. The timer is armed only if the future
-/// does not finish on its first poll: most calls never wait on the host, and
-/// they then pay nothing for a timer they would never need.
+/// Runs the future `make` makes until `deadline`. The timer is armed only
+/// if the future does not finish on its first poll: most calls never wait
+/// on the host, and they then pay nothing for a timer they would never
+/// need.
+///
+/// It takes a maker, not the future: an `async fn` keeps a future it is
+/// given beside the one it awaits, and this one holds a fresh instance's
+/// whole call.
 pub(super) async fn within<F: Future>(
     deadline: Instant,
-    future: F,
+    make: impl FnOnce() -> F,
 ) -> Result<F::Output, DeadlinePassed> {
-    let mut future = std::pin::pin!(future);
+    let mut future = std::pin::pin!(make());
     let mut timer: Option<Pin<Box<tokio::time::Sleep>>> = None;
     std::future::poll_fn(|cx| {
         if let Poll::Ready(output) = future.as_mut().poll(cx) {
@@ -36,4 +41,15 @@ pub(super) async fn within<F: Future>(
         timer.as_mut().poll(cx).map(|()| Err(DeadlinePassed))
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_deadline_holds_the_call_once() {
+        let bounded = within(Instant::now(), || crate::held_once::four_kib(()));
+        crate::held_once::assert_held_once(&bounded);
+    }
 }

@@ -88,16 +88,18 @@ impl Outcome {
     }
 }
 
-/// Runs `work`, the serving of one request, inside its SERVER span when
-/// traces are exported, and records its `outcome`. `incoming` is called
-/// only then: when traces are off this is one check and `work` itself.
+/// Runs the future `work` makes, the serving of one request, inside its
+/// SERVER span when traces are exported, and records its `outcome`.
+/// `incoming` is called only then: when traces are off this is one check
+/// and `work` itself. (A maker, not a future: see
+/// [`in_request_span`](crate::logging::in_request_span).)
 ///
 /// A request served inside another's span (a round the bridge of a
 /// 2025-era session runs for its client's request) gets no span of its
 /// own: its steps belong to the span of the request that asked for it.
 pub async fn serve<'a, W, O>(
     incoming: impl FnOnce() -> Incoming<'a>,
-    work: W,
+    work: impl FnOnce() -> W,
     outcome: O,
 ) -> W::Output
 where
@@ -105,13 +107,13 @@ where
     O: FnOnce(&W::Output) -> Outcome,
 {
     let Some(tracer) = super::tracer() else {
-        return work.await;
+        return work().await;
     };
     if Context::current().has_active_span() {
-        return work.await;
+        return work().await;
     }
     let context = start(tracer, &incoming());
-    let output = work.with_context(context.clone()).await;
+    let output = work().with_context(context.clone()).await;
     let span = context.span();
     if let Some((error_type, status_code, status)) = failure(outcome(&output)) {
         span.set_attribute(KeyValue::new("error.type", error_type));

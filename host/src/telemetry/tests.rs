@@ -242,3 +242,19 @@ fn when_off_nothing_is_made() {
     assert!(step.0.is_none(), "no span without traces");
     step.end(&Ok::<(), String>(()));
 }
+
+#[test]
+fn the_trace_holds_the_request_once() {
+    let (params, id) = (Map::new(), json!(1));
+    let incoming = || Incoming {
+        method: "tools/call",
+        id: &id,
+        params: &params,
+        protocol_version: None,
+        via: Via::Stdio,
+        session: None,
+        target_served: true,
+    };
+    let traced = serve(incoming, || crate::held_once::four_kib(()), |_| Outcome::Ok);
+    crate::held_once::assert_held_once(&traced);
+}

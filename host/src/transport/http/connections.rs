@@ -541,23 +541,28 @@ impl hyper::service::Service<Request<Incoming>> for TrackedService {
             .inner
             .call(request.map(|body| TimedBody::new(body, body_timeout)));
         let draining = self.draining.clone();
-        Box::pin(async move {
-            // A request runs on its connection's task: unwinding past here
-            // would end the connection without an answer.
-            let mut response = match AssertUnwindSafe(response).catch_unwind().await {
-                Ok(response) => response?,
-                Err(panic) => panicked(&*panic),
-            };
-            if *draining.borrow() {
-                response
-                    .headers_mut()
-                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
-            }
-            Ok(response.map(|body| TrackedBody {
-                body,
-                _guard: guard,
-            }))
-        })
+        // A request runs on its connection's task: unwinding past here
+        // would end the connection without an answer. A combinator, not an
+        // `async` block, which would hold the router's future twice.
+        Box::pin(
+            AssertUnwindSafe(response)
+                .catch_unwind()
+                .map(move |caught| {
+                    let mut response = match caught {
+                        Ok(response) => response?,
+                        Err(panic) => panicked(&*panic),
+                    };
+                    if *draining.borrow() {
+                        response
+                            .headers_mut()
+                            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                    }
+                    Ok(response.map(|body| TrackedBody {
+                        body,
+                        _guard: guard,
+                    }))
+                }),
+        )
     }
 }
 
