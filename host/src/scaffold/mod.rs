@@ -387,7 +387,13 @@ mod tests {
         }
         let ignored = std::fs::read_to_string(dir.join(".gitignore")).unwrap();
         assert_eq!(ignored.trim(), "/target");
-        for (path, _) in TEMPLATES {
+        assert_filled(&dir, &TEMPLATES);
+    }
+
+    /// Asserts that no file `templates` wrote into `dir` has a placeholder left.
+    #[track_caller]
+    fn assert_filled(dir: &Path, templates: &[(&str, &str)]) {
+        for (path, _) in templates {
             let text = std::fs::read_to_string(dir.join(path)).unwrap();
             assert!(!text.contains("{{"), "{path} has an unfilled placeholder");
         }
@@ -438,15 +444,17 @@ mod tests {
 
     #[test]
     fn creates_a_python_or_javascript_project_with_the_kit_this_binary_carries() {
-        for (language, app, script, sdk) in [
+        for (language, templates, app, script, sdk) in [
             (
                 Language::Python,
+                &PYTHON_TEMPLATES[..],
                 "app.py",
                 ".airlock/scripts/build-python-tools",
                 ".airlock/guest-sdks/python/airlock_guest/__init__.py",
             ),
             (
                 Language::Javascript,
+                &JAVASCRIPT_TEMPLATES[..],
                 "app.js",
                 ".airlock/scripts/build-javascript-tools",
                 ".airlock/guest-sdks/javascript/airlock-guest/index.js",
@@ -481,10 +489,7 @@ mod tests {
             assert!(readme.contains(&build_command(language)), "{readme}");
             assert!(readme.contains("weather-report.wasm"), "{readme}");
             assert!(!dir.join("Cargo.toml").exists() && !dir.join("vendor").exists());
-            for file in [app, "README.md", ".gitignore"] {
-                let text = std::fs::read_to_string(dir.join(file)).unwrap();
-                assert!(!text.contains("{{"), "{file} has an unfilled placeholder");
-            }
+            assert_filled(&dir, templates);
         }
     }
 
