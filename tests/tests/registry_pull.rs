@@ -687,6 +687,26 @@ fn without_a_lock_a_moved_tag_is_reloaded_after_the_tag_refresh() {
     });
     assert_eq!(client.tool_names(), ["sha256"], "the old digest serves");
 
+    // Signed after the tag moved (push, then sign): served at a later look.
+    registry.push_signature("tools/moving", &unsigned, &unsigned, &key);
+    airlock_e2e::wait_until("the digest signed late to be served", || {
+        let names = client.tool_names();
+        if names == ["build_report"] {
+            Ok(())
+        } else {
+            Err(format!("{names:?}"))
+        }
+    });
+    let stderr = server.stderr();
+    assert_eq!(
+        stderr
+            .lines()
+            .filter(|line| line.contains("is refused") && line.contains(&unsigned))
+            .count(),
+        1,
+        "one warning for the refused digest, however many looks:\n{stderr}"
+    );
+
     // Moved to a signed digest: pulled, checked and reloaded.
     let moved = registry.push_component("tools/moving", "stable", &wasm("summarize"));
     registry.push_signature("tools/moving", &moved, &moved, &key);
@@ -700,7 +720,7 @@ fn without_a_lock_a_moved_tag_is_reloaded_after_the_tag_refresh() {
     });
     let stderr = server.stderr();
     assert!(
-        line_with(&stderr, &["the tag moved", &reference, &first, &moved]).is_some(),
+        line_with(&stderr, &["the tag moved", &reference, &unsigned, &moved]).is_some(),
         "one line names the reference, the old and the new digest:\n{stderr}"
     );
 }

@@ -173,6 +173,12 @@ impl Puller {
             })
     }
 
+    /// Whether the pull cache holds the component of manifest `digest`,
+    /// which it keeps only once its layout and digests passed.
+    pub(super) fn holds(&self, digest: &str) -> bool {
+        self.cached(digest).is_some()
+    }
+
     fn cached(&self, digest: &str) -> Option<Pulled> {
         let manifest = self.store.read(digest, MAX_MANIFEST_BYTES)?;
         let layer = wasm_layer(&manifest, self.settings.max_bytes).ok()?;

@@ -10,13 +10,17 @@
 //! as a component replaced in the directory. One `info` line names the
 //! reference and the old and new digests. A new digest that is refused
 //! leaves the old one serving, with one `warn` line (once per refused
-//! digest); so does a registry that cannot be reached.
+//! digest); so does a registry that cannot be reached. A digest refused
+//! for its signature alone is checked again at each look, since signing
+//! follows pushing (a tag can move before its signature is there); one
+//! whose content was refused is not pulled again, since a digest's
+//! content never changes.
 //!
 //! With a lock, tags are never resolved again: the lock wins.
 
 use std::time::Duration;
 
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use super::pull::{PullError, Puller};
 use super::store::Store;
@@ -64,8 +68,16 @@ pub fn spawn(
 struct Tagged {
     served: Served,
     /// The last digest its tag pointed to that was refused, so that it is
-    /// neither pulled nor reported again.
-    refused: Option<String>,
+    /// reported once.
+    refused: Option<Refused>,
+}
+
+/// A digest a tag moved to that was refused.
+struct Refused {
+    digest: String,
+    /// Its content was refused (layout, digests, size), not only its
+    /// signature: it is not pulled again.
+    for_good: bool,
 }
 
 struct Refresher {
@@ -106,10 +118,16 @@ impl Refresher {
                 return;
             }
         };
-        if now == served.digest || component.refused.as_deref() == Some(now.as_str()) {
+        let seen = component
+            .refused
+            .as_ref()
+            .filter(|refused| refused.digest == now);
+        if now == served.digest || seen.is_some_and(|refused| refused.for_good) {
             return;
         }
-        match obtain(&self.puller, trust, &served.wanted, None).await {
+        // Pinned to the digest just resolved: taken from the pull cache
+        // when a look before pulled it (and refused its signature).
+        match obtain(&self.puller, trust, &served.wanted, Some(&now)).await {
             Ok(pulled) if pulled.digest == served.digest => {}
             Ok(pulled) => {
                 let file = match self.store.stage(&served.wanted, &pulled) {
@@ -127,8 +145,22 @@ impl Refresher {
             }
             Err(PullError::Refused { digest, reason }) => {
                 let new = digest.unwrap_or(now);
-                warn!(%reference, old = %served.digest, new = %new, "the tag moved, but its new digest is refused, the old one keeps serving: {reason}");
-                component.refused = Some(new);
+                let message =
+                    "the tag moved, but its new digest is refused, the old one keeps serving";
+                if component
+                    .refused
+                    .as_ref()
+                    .is_some_and(|refused| refused.digest == new)
+                {
+                    debug!(%reference, old = %served.digest, new = %new, "{message}: {reason}");
+                } else {
+                    warn!(%reference, old = %served.digest, new = %new, "{message}: {reason}");
+                }
+                let for_good = !self.puller.holds(&new);
+                component.refused = Some(Refused {
+                    digest: new,
+                    for_good,
+                });
             }
             Err(PullError::Unreachable(reason)) => {
                 warn!(%reference, old = %served.digest, new = %now, "the tag moved, but its new digest could not be pulled, the old one keeps serving: {reason}");
