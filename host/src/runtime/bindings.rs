@@ -9,8 +9,8 @@
 //! Both directions are `async`:
 //!
 //! - exports (`list-tools`, `call-tool`, ...) are called with `call_async`, so that
-//!   the epoch callback can yield to tokio at every tick and a looping guest
-//!   never holds a worker thread for longer than one tick;
+//!   the epoch callback can yield to tokio and a looping guest never holds a
+//!   worker thread for two ticks;
 //! - imports (`log`, `progress`, ...) are `async` so that they can await a bounded
 //!   event channel (back-pressure from a slow client) without blocking a
 //!   worker thread, and `trappable` so that a wait that outlives the call's

@@ -20,10 +20,10 @@
 //!
 //! # Why async
 //!
-//! Guests run with `call_async` on the tokio runtime. At every epoch tick a
-//! running guest yields to tokio, so a guest that loops never holds a worker
-//! thread for more than a tick, and once its deadline has passed the next
-//! tick ends it. A semaphore caps how many guests run at once (so spinning
+//! Guests run with `call_async` on the tokio runtime. At the first epoch
+//! tick after it has run a whole tick, a running guest yields to tokio, so a
+//! guest that loops never holds a worker thread for two ticks, and once its
+//! deadline has passed the next tick ends it. A semaphore caps how many guests run at once (so spinning
 //! guests cannot crowd out request handling) and, with it, how many instances
 //! the pooling allocator must hold. `component-model-async` stays off: it
 //! doubles the cost of every async call.

@@ -15,9 +15,10 @@
 //!   the host resources the instance may hold and the size of HTTP header
 //!   fields;
 //! - the call's deadline. The store's epoch deadline is one tick; at every
-//!   tick the callback yields to tokio (so a looping guest never holds a
-//!   worker thread for more than a tick) until the wall-clock deadline has
-//!   passed, then fails the call with [`DeadlineExceeded`];
+//!   tick the callback ([`TickPolicy`]) yields to tokio once the guest has
+//!   run a whole tick (so a looping guest never holds a worker thread for
+//!   two ticks) until the wall-clock deadline has passed, then fails the
+//!   call with [`DeadlineExceeded`](super::deadline::DeadlineExceeded);
 //! - the event state behind the host imports ([`events`](super::events)).
 
 use std::path::Path;
@@ -25,12 +26,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use wasmtime::component::ResourceTable;
-use wasmtime::{ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
+use wasmtime::{ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::Runtime;
-use super::deadline::DeadlineExceeded;
+use super::deadline::TickPolicy;
 use super::engine::{
     MAX_CORE_INSTANCES_PER_COMPONENT, MAX_MEMORIES_PER_COMPONENT, MAX_TABLES_PER_COMPONENT,
 };
@@ -261,12 +262,9 @@ impl Runtime {
             })?;
         }
         store.set_epoch_deadline(1);
+        let mut ticks = TickPolicy::new(deadline, Instant::now());
         store.epoch_deadline_callback(move |_| {
-            if Instant::now() >= deadline {
-                Err(wasmtime::Error::new(DeadlineExceeded))
-            } else {
-                Ok(UpdateDeadline::Yield(1))
-            }
+            ticks.at_tick(Instant::now()).map_err(wasmtime::Error::new)
         });
         Ok(CallStore {
             store,

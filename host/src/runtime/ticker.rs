@@ -25,9 +25,9 @@ use std::time::Duration;
 use anyhow::Context as _;
 use wasmtime::Engine;
 
-/// How often the epoch advances; also how long a looping guest may hold a
-/// worker thread before it yields, and how late past its deadline it may be
-/// stopped.
+/// How often the epoch advances; also how long a guest runs before it
+/// yields at the next tick (so a looping guest holds a worker thread for less
+/// than two), and how late past its deadline it may be stopped.
 pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 
 /// How many ticks in a row with no store alive the ticker waits before it
