@@ -72,7 +72,9 @@ pub struct ServeOptions {
     pub relist_interval: Duration,
 
     /// Threads that serve requests and run guests [default: one per CPU this process may use].
-    /// Fewer leave cores to other processes on the machine.
+    /// Fewer leave cores to other processes on the machine; where those are busy (the clients,
+    /// other services), fewer threads than CPUs can serve more (docs/operations.md, "Worker
+    /// threads").
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub worker_threads: Option<u16>,
 
