@@ -124,6 +124,18 @@ fn line_with<'a>(stderr: &'a str, needles: &[&str]) -> Option<&'a str> {
 
 /// Asserts that, for each `(reference, digest, reason)`, one line of
 /// `stderr` says the component was skipped and names all three.
+/// Waits until `client` lists exactly the tools `names`.
+fn wait_until_serving(what: &str, client: &impl McpClient, names: &[&str]) {
+    airlock_e2e::wait_until(what, || {
+        let served = client.tool_names();
+        if served == names {
+            Ok(())
+        } else {
+            Err(format!("{served:?}"))
+        }
+    });
+}
+
 fn assert_each_skipped_with_its_reason(stderr: &str, refused: &[(&str, &str, &str)]) {
     for (reference, digest, reason) in refused {
         assert!(
@@ -689,14 +701,11 @@ fn without_a_lock_a_moved_tag_is_reloaded_after_the_tag_refresh() {
 
     // Signed after the tag moved (push, then sign): served at a later look.
     registry.push_signature("tools/moving", &unsigned, &unsigned, &key);
-    airlock_e2e::wait_until("the digest signed late to be served", || {
-        let names = client.tool_names();
-        if names == ["build_report"] {
-            Ok(())
-        } else {
-            Err(format!("{names:?}"))
-        }
-    });
+    wait_until_serving(
+        "the digest signed late to be served",
+        &client,
+        &["build_report"],
+    );
     let stderr = server.stderr();
     assert_eq!(
         stderr
@@ -710,14 +719,7 @@ fn without_a_lock_a_moved_tag_is_reloaded_after_the_tag_refresh() {
     // Moved to a signed digest: pulled, checked and reloaded.
     let moved = registry.push_component("tools/moving", "stable", &wasm("summarize"));
     registry.push_signature("tools/moving", &moved, &moved, &key);
-    airlock_e2e::wait_until("the moved tag to be served", || {
-        let names = client.tool_names();
-        if names == ["summarize"] {
-            Ok(())
-        } else {
-            Err(format!("{names:?}"))
-        }
-    });
+    wait_until_serving("the moved tag to be served", &client, &["summarize"]);
     let stderr = server.stderr();
     assert!(
         line_with(&stderr, &["the tag moved", &reference, &unsigned, &moved]).is_some(),
@@ -746,14 +748,11 @@ fn with_a_lock_tags_are_not_resolved_again() {
 
     let moved = registry.push_component("tools/moving", "stable", &wasm("summarize"));
     assert_ne!(moved, first);
-    airlock_e2e::wait_until("the unlocked server to serve the moved tag", || {
-        let names = unlocked_client.tool_names();
-        if names == ["summarize"] {
-            Ok(())
-        } else {
-            Err(format!("{names:?}"))
-        }
-    });
+    wait_until_serving(
+        "the unlocked server to serve the moved tag",
+        &unlocked_client,
+        &["summarize"],
+    );
     unlocked.wait_for_log("the tag moved");
     assert_eq!(
         locked_client.tool_names(),
