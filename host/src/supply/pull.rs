@@ -173,10 +173,12 @@ impl Puller {
             })
     }
 
-    /// Whether the pull cache holds the component of manifest `digest`,
-    /// which it keeps only once its layout and digests passed.
+    /// Whether the pull cache holds the manifest `digest`, which a pull
+    /// keeps only after its layout, its layer and their digests passed.
     pub(super) fn holds(&self, digest: &str) -> bool {
-        self.cached(digest).is_some()
+        self.store
+            .blob_path(digest)
+            .is_some_and(|path| path.is_file())
     }
 
     fn cached(&self, digest: &str) -> Option<Pulled> {

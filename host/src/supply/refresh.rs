@@ -118,17 +118,17 @@ impl Refresher {
                 return;
             }
         };
-        let seen = component
+        let refused_before = component
             .refused
             .as_ref()
             .filter(|refused| refused.digest == now);
-        if now == served.digest || seen.is_some_and(|refused| refused.for_good) {
+        if now == served.digest || refused_before.is_some_and(|refused| refused.for_good) {
             return;
         }
+        let reported = refused_before.is_some();
         // Pinned to the digest just resolved: taken from the pull cache
         // when a look before pulled it (and refused its signature).
         match obtain(&self.puller, trust, &served.wanted, Some(&now)).await {
-            Ok(pulled) if pulled.digest == served.digest => {}
             Ok(pulled) => {
                 let file = match self.store.stage(&served.wanted, &pulled) {
                     Ok(file) => file,
@@ -143,22 +143,18 @@ impl Refresher {
                 served.digest = pulled.digest;
                 component.refused = None;
             }
-            Err(PullError::Refused { digest, reason }) => {
-                let new = digest.unwrap_or(now);
+            // Pinned, a refusal is of `now`.
+            Err(PullError::Refused { reason, .. }) => {
                 let message =
                     "the tag moved, but its new digest is refused, the old one keeps serving";
-                if component
-                    .refused
-                    .as_ref()
-                    .is_some_and(|refused| refused.digest == new)
-                {
-                    debug!(%reference, old = %served.digest, new = %new, "{message}: {reason}");
+                if reported {
+                    debug!(%reference, old = %served.digest, new = %now, "{message}: {reason}");
                 } else {
-                    warn!(%reference, old = %served.digest, new = %new, "{message}: {reason}");
+                    warn!(%reference, old = %served.digest, new = %now, "{message}: {reason}");
                 }
-                let for_good = !self.puller.holds(&new);
+                let for_good = !self.puller.holds(&now);
                 component.refused = Some(Refused {
-                    digest: new,
+                    digest: now,
                     for_good,
                 });
             }
