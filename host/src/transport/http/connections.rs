@@ -48,6 +48,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::time::Instant;
 
+use super::self_wake::PollAgainOnSelfWake;
 use crate::protocol::jsonrpc::{self, RpcError};
 
 /// Limits on HTTP connections.
@@ -269,14 +270,14 @@ async fn connection(
         inner: stream,
         activity: activity.clone(),
     });
-    let conn = builder.serve_connection(io, service);
-    tokio::pin!(conn);
+    // Boxed: the wrapper polls what it holds through `Unpin`.
+    let mut conn = PollAgainOnSelfWake::new(Box::pin(builder.serve_connection(io, service)));
     let mut stopping = false;
     // Set while a connection that has sent nothing is given its last chance.
     let mut silent_until: Option<Instant> = None;
     loop {
         tokio::select! {
-            result = conn.as_mut() => {
+            result = &mut conn => {
                 if let Err(error) = result {
                     tracing::debug!(%error, "HTTP connection ended with an error");
                 }
@@ -290,7 +291,7 @@ async fn connection(
                 // `Connection: close` then ends it after the response).
                 stopping = true;
                 if activity.has_received() {
-                    conn.as_mut().graceful_shutdown();
+                    conn.get_mut().as_mut().graceful_shutdown();
                 } else {
                     silent_until = Some(Instant::now() + SILENT_CONNECTION_GRACE);
                 }
@@ -301,7 +302,7 @@ async fn connection(
                     return;
                 }
                 silent_until = None;
-                conn.as_mut().graceful_shutdown();
+                conn.get_mut().as_mut().graceful_shutdown();
             }
             why = activity.expired() => {
                 tracing::debug!(why, "closing an HTTP connection");

@@ -65,6 +65,7 @@ use crate::protocol::jsonrpc::{self, RpcError};
 pub mod admission;
 pub mod connections;
 pub mod health;
+pub mod self_wake;
 pub mod server_card;
 
 pub use admission::Admission;
