@@ -7,13 +7,13 @@
 //! polled. Tokio treats a task woken while it runs as a yield: it goes to the
 //! back of the run queue and a parked worker thread is woken to steal it,
 //! which costs a futex or eventfd write, that thread's wake-up (a cross-core
-//! interrupt), and often the request moving to a core whose caches hold none
+//! interrupt), and can move the request to a core whose caches hold none
 //! of it. [`PollAgainOnSelfWake`] catches those wake-ups: a wake that arrives
 //! while the inner future is being polled makes it poll the future again
 //! straight away, on the same thread, instead of waking the task. Wakes at
 //! any other time reach the task as usual, and it still gives the scheduler
-//! its turn when Tokio's cooperative budget runs out, or after
-//! [`MAX_POLLS`] polls in a row.
+//! its turn when Tokio's cooperative budget runs out, or after eight polls
+//! in a row.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -24,7 +24,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use futures_util::task::AtomicWaker;
 
 /// Most polls of the inner future in one poll of the task.
-pub const MAX_POLLS: usize = 8;
+const MAX_POLLS: usize = 8;
 
 /// The inner future is not being polled: wakes go to the task.
 const IDLE: u8 = 0;
