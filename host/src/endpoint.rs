@@ -274,7 +274,7 @@ impl Endpoint {
         // made once the client may know the stream is open reaches it.
         let changes = self.server.changes();
         let caller = peer.caller().clone();
-        let views = ListViews::new(|change| self.server.list_view(&caller, change));
+        let views = ListViews::new(&self.server.listener(&caller));
         let legacy = self.legacy.clone();
         Outcome::Run(Call::new(Delivery::Stream, move |notifier| async move {
             let _open = open;

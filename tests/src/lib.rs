@@ -29,6 +29,7 @@ pub mod sse;
 pub mod stamp;
 pub mod stdio;
 pub mod wait;
+pub mod watcher;
 
 pub use client::{Exchange, McpClient};
 pub use http::{Headers, Http, Reply, raw_http};

@@ -1,13 +1,16 @@
 //! Who may use what, against the real binary over HTTP: scopes and groups
 //! from the tokens file and from JWTs, the access policy file, listings per
-//! caller, and the 403 `insufficient_scope` challenge an OAuth client steps
-//! up from (MCP authorization: scope challenges).
+//! caller, resource updates per token, and the 403 `insufficient_scope`
+//! challenge an OAuth client steps up from (MCP authorization: scope
+//! challenges).
 
 use std::path::PathBuf;
 
 use airlock_e2e::jwt;
+use airlock_e2e::legacy::Endpoint;
 use airlock_e2e::mcp::{ToolCall, complete, error_code, is_error, no_caps};
-use airlock_e2e::{Airlock, HttpServer, McpClient, ToolsDir, run_airlock};
+use airlock_e2e::watcher::touch;
+use airlock_e2e::{Airlock, HttpServer, McpClient, ToolsDir, listen, run_airlock};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -66,9 +69,14 @@ fn jwt_server(files: &Files, policy: &str) -> HttpServer {
 
 /// [`jwt_server`] with more options.
 fn jwt_server_with(files: &Files, policy: &str, options: &[&str]) -> HttpServer {
+    jwt_server_of(&tools(), files, policy, options)
+}
+
+/// [`jwt_server_with`] serving `tools`.
+fn jwt_server_of(tools: &ToolsDir, files: &Files, policy: &str, options: &[&str]) -> HttpServer {
     let secret = files.write("hs256.secret", SECRET);
     let policy = files.write("access.toml", policy.as_bytes());
-    Airlock::new(&tools())
+    Airlock::new(tools)
         .args(options)
         .args(["--oauth-resource", RESOURCE])
         .args(["--oauth-authorization-server", ISSUER])
@@ -178,4 +186,43 @@ fn a_malformed_policy_stops_the_start_naming_the_file_and_line() {
         stderr.contains(&at) && stderr.contains("role:admin"),
         "{stderr}"
     );
+}
+
+#[test]
+fn resource_updates_reach_only_the_tokens_that_may_read_the_resource() {
+    let files = Files::new();
+    let tools = ToolsDir::with(&["watcher"]);
+    tools.add_bytes(
+        "watcher.toml",
+        b"[resources.\"watch://alpha\"]\nallow = [\"scope:watch:read\"]\n",
+    );
+    let server = jwt_server_of(&tools, &files, "", &[]);
+    // Both tokens are carol's; only one may read watch://alpha.
+    let (strong, weak) = (jwt_with("watch:read"), jwt_with("mcp:tools"));
+    let reader = server.client_with_token(&strong);
+    let uris = ["watch://alpha", "watch://beta"];
+    let filter = json!({ "resourceSubscriptions": uris });
+    let (_, mut may_read) = listen(&reader, filter.clone());
+    let (_, mut may_not) = listen(&server.client_with_token(&weak), filter);
+    let session = Endpoint::new(server.url())
+        .with_bearer(&weak)
+        .open(json!({}));
+    for uri in uris {
+        session.result("resources/subscribe", json!({ "uri": uri }));
+    }
+    let mut session_stream = session.listen();
+    for uri in uris {
+        touch(&reader, uri);
+    }
+    for uri in uris {
+        let note = may_read.expect_event(uri);
+        assert_eq!(note["params"]["uri"], uri, "{note}");
+    }
+    // Changes come in order: the first each weak stream gets is the first
+    // it may hear of.
+    let note = may_not.expect_event("the update of watch://beta");
+    assert_eq!(note["params"]["uri"], "watch://beta", "{note}");
+    let note = session_stream.expect_event("the update of watch://beta");
+    assert_eq!(note["method"], "notifications/resources/updated", "{note}");
+    assert_eq!(note["params"]["uri"], "watch://beta", "{note}");
 }

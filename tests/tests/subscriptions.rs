@@ -9,9 +9,10 @@
 
 use airlock_e2e::mcp::{
     META_SUBSCRIPTION_ID, assert_subscription_note, complete, error_code, listen_params, request,
-    text, with_meta,
+    with_meta,
 };
 use airlock_e2e::sse::EVENT_TIMEOUT;
+use airlock_e2e::watcher::touch;
 use airlock_e2e::{
     Airlock, Http, HttpServer, McpClient, Next, SseStream, ToolCall, ToolsDir, code, listen,
 };
@@ -30,13 +31,6 @@ fn serve(components: &[&str]) -> HttpServer {
 fn call_plain(client: &dyn McpClient, tool: &str) {
     let response = client.call(&ToolCall::new(tool, json!({})));
     complete(&response);
-}
-
-/// Asks the watcher to report `uri` as updated.
-#[track_caller]
-fn touch(client: &dyn McpClient, uri: &str) {
-    let response = client.call(&ToolCall::new("touch", json!({ "uri": uri })));
-    assert_eq!(text(complete(&response)), format!("touched {uri}"));
 }
 
 #[test]

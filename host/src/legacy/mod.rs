@@ -34,7 +34,9 @@ pub use sessions::{Full, Sessions};
 use crate::access::Caller;
 use crate::protocol::envelope::{self, LogLevel};
 use crate::protocol::jsonrpc::{self, Request, RpcError, required_str};
-use crate::protocol::subscriptions::{ListViews, MAX_RESOURCE_SUBSCRIPTIONS, ServerChange};
+use crate::protocol::subscriptions::{
+    Audience as _, ListViews, MAX_RESOURCE_SUBSCRIPTIONS, ServerChange,
+};
 use crate::protocol::{Notifier, Reply, Server, check_uri_length};
 use crate::telemetry::{self, Outcome, Via};
 
@@ -219,7 +221,10 @@ impl Legacy {
     /// Sends a legacy session's client, through `out`, what it should hear
     /// outside any request: of the server's `changes`, the list changes
     /// that changed what its caller sees and the updates of the resources
-    /// it subscribed to. `changes` is taken when the stream opens (before
+    /// it subscribed to that its caller may read, both decided when each
+    /// change comes, for the caller that opened the stream (see
+    /// [`Audience`](crate::protocol::subscriptions::Audience)).
+    /// `changes` is taken when the stream opens (before
     /// its client can know it is open), so no change made after that is
     /// missed, however late this first runs. Runs until the session closes,
     /// `out` closes or the server shuts down.
@@ -229,6 +234,7 @@ impl Legacy {
             mut views,
             caller,
         } = changes;
+        let audience = self.server.listener(caller);
         let mut shutdown = self.server.shutting_down();
         loop {
             let changes: Vec<ServerChange> = tokio::select! {
@@ -249,7 +255,7 @@ impl Legacy {
                 {
                     continue;
                 }
-                if !views.passes(&change, self.server.list_view(caller, &change)) {
+                if !audience.hears(&mut views, &change) {
                     continue;
                 }
                 let message = jsonrpc::encode_notification(change.method(), &change.params());
@@ -274,7 +280,9 @@ pub struct Changes<'a> {
 
 /// `resources/subscribe` (`on`) and `resources/unsubscribe`: any URI up to
 /// the length limit (a resource may appear later), at most as many per
-/// session as one `subscriptions/listen` may name.
+/// session as one `subscriptions/listen` may name. The answer never
+/// depends on what the URI names, so a URI the caller may not see answers
+/// as an unknown one does; the session stream filters the updates.
 fn subscribe(session: &Session, params: &Map<String, Value>, on: bool) -> Result<(), RpcError> {
     let uri = required_str(params, "uri")?;
     check_uri_length(uri)?;

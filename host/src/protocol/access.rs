@@ -52,7 +52,7 @@ pub(super) struct Gate<'a> {
     pub(super) caller: &'a Caller,
 }
 
-impl Gate<'_> {
+impl<'a> Gate<'a> {
     fn decide(&self, kind: Kind, rule: Option<&Rule>) -> Decision {
         self.settings.rules.decide(kind, rule, self.caller)
     }
@@ -81,16 +81,10 @@ impl Gate<'_> {
                 None => Ok(()),
             },
             Method::ResourcesRead => match text("uri") {
-                Some(uri) if registry.find_skill_file(uri).is_some() => {
-                    self.skill(uri, || resource_not_found(uri))
-                }
-                Some(uri) => match registry.resolve_resource(uri) {
-                    Some((served, _)) => self.item(
-                        Kind::Resource,
-                        uri,
-                        served.access_rule(Kind::Resource),
-                        || resource_not_found(uri),
-                    ),
+                Some(uri) => match self.read(uri) {
+                    Some((key, decision)) => {
+                        self.decided(Kind::Resource, key, decision, || resource_not_found(uri))
+                    }
                     None => Ok(()),
                 },
                 None => Ok(()),
@@ -157,6 +151,37 @@ impl Gate<'_> {
         }
     }
 
+    /// What decides a `resources/read` of `uri` for the caller: the key
+    /// of the skill it is a file of, else the URI itself when a component
+    /// reads it (by its listing or a template), with the decision of that
+    /// item's rule. `None` when nothing serves the URI.
+    fn read<'u>(&self, uri: &'u str) -> Option<(&'u str, Decision)>
+    where
+        'a: 'u,
+    {
+        let registry = &self.catalog.registry;
+        if registry.find_skill_file(uri).is_some() {
+            let (skill, _) = registry.skill_place(uri)?;
+            return Some((
+                &**skill.key(),
+                self.decide(Kind::Resource, skill.access_rule(Kind::Resource)),
+            ));
+        }
+        let (served, _) = registry.resolve_resource(uri)?;
+        Some((
+            uri,
+            self.decide(Kind::Resource, served.access_rule(Kind::Resource)),
+        ))
+    }
+
+    /// Whether the caller may read the resource at `uri` now: what
+    /// `resources/read` decides, without its refusal (no log line, no
+    /// count). A URI nothing serves: no.
+    pub(super) fn may_read(&self, uri: &str) -> bool {
+        self.read(uri)
+            .is_some_and(|(_, decision)| decision == Decision::Use)
+    }
+
     /// Checks that the caller may use the skill `uri` is a place in (its
     /// `SKILL.md`, a file or a directory of it), by the skill's rule;
     /// `unseen`: the error of a place that does not exist.
@@ -196,7 +221,19 @@ impl Gate<'_> {
         rule: Option<&Rule>,
         unseen: impl FnOnce() -> RpcError,
     ) -> Result<(), RpcError> {
-        match self.decide(kind, rule) {
+        self.decided(kind, key, self.decide(kind, rule), unseen)
+    }
+
+    /// Admits the caller to the item of `kind` keyed `key` if `decision`
+    /// lets it use the item; otherwise its refusal (see [`refused`]).
+    fn decided(
+        &self,
+        kind: Kind,
+        key: &str,
+        decision: Decision,
+        unseen: impl FnOnce() -> RpcError,
+    ) -> Result<(), RpcError> {
+        match decision {
             Decision::Use => Ok(()),
             decision => Err(refused(
                 self.settings,

@@ -27,7 +27,7 @@ use super::mrtr::run_round;
 use super::prompts::PromptGet;
 use super::resources::ResourceRead;
 use super::skills;
-use super::subscriptions::{self, ServerChange, Subscriptions};
+use super::subscriptions::{self, Audience, ServerChange, Subscriptions};
 use super::tasks;
 use super::tools::ToolCall;
 use crate::access::{Caller, Kind};
@@ -141,29 +141,13 @@ impl Server {
             .any(|pages| pages.has_rules())
     }
 
-    /// What `caller` sees now of the list `change` names, for telling it
-    /// of list changes only when its view changed (`None`: no list, or no
-    /// access rule anywhere).
-    pub fn list_view(&self, caller: &Caller, change: &ServerChange) -> Option<ListView> {
-        if !self.has_access_rules() {
-            return None;
-        }
-        let catalog = self.catalog();
-        let lists = match change {
-            ServerChange::ToolsListChanged => vec![(&catalog.tools, Kind::Tool)],
-            ServerChange::PromptsListChanged => vec![(&catalog.prompts, Kind::Prompt)],
-            ServerChange::ResourcesListChanged => vec![
-                (&catalog.resources, Kind::Resource),
-                (&catalog.templates, Kind::Resource),
-            ],
-            ServerChange::ResourceUpdated(_) => return None,
-        };
-        let gate = Gate {
-            settings: &self.access,
-            catalog: &catalog,
+    /// `caller` as the server's changes reach it: what it may hear of
+    /// them, decided by the registry served when each is delivered.
+    pub fn listener<'a>(&'a self, caller: &'a Caller) -> Listener<'a> {
+        Listener {
+            server: self,
             caller,
-        };
-        Some(gate.view(&lists))
+        }
     }
 
     /// The tasks this server runs, if it runs them.
@@ -515,31 +499,23 @@ impl Server {
                 completion::complete(&self.runtime, request, catalog).await
             }
             Method::SubscriptionsListen => {
-                // Asked at each task change, of the registry served then: a
-                // rule a reload brings applies to a stream already open.
-                let may_use_tool = |tool: &str| {
-                    let catalog = self.catalog();
-                    Gate {
-                        settings: &self.access,
-                        catalog: &catalog,
-                        caller: context.caller,
-                    }
-                    .may_use_tool(tool)
-                };
+                // Asked at each change, of the registry served then: a rule
+                // a reload brings applies to a stream already open.
+                let listener = self.listener(context.caller);
+                let may_use_tool = |tool: &str| listener.may_use_tool(tool);
                 let tasks = self.tasks.as_deref().map(|tasks| subscriptions::TaskWatch {
                     tasks,
                     principal: context.principal,
                     declared: meta.capabilities.tasks,
                     may_use_tool: &may_use_tool,
                 });
-                let view = |change: &ServerChange| self.list_view(context.caller, change);
                 subscriptions::listen(
                     &self.subscriptions,
                     self.shutting_down(),
                     request,
                     notifier,
                     tasks,
-                    &view,
+                    &listener,
                 )
                 .await
             }
@@ -617,6 +593,58 @@ impl Server {
             instructions: self.settings.instructions.as_deref(),
         };
         Answer::complete(&discover).cached(self.list_ttl_ms(), "public")
+    }
+}
+
+/// One caller as the server's changes reach it (see [`Server::listener`]):
+/// each question is asked of the registry served when it is asked, with
+/// the caller captured when it subscribed.
+pub struct Listener<'a> {
+    server: &'a Server,
+    caller: &'a Caller,
+}
+
+impl Listener<'_> {
+    /// Answers `question` with the caller's gate to the catalog served now.
+    fn ask<T>(&self, question: impl FnOnce(&Gate<'_>) -> T) -> T {
+        let catalog = self.server.catalog();
+        question(&Gate {
+            settings: &self.server.access,
+            catalog: &catalog,
+            caller: self.caller,
+        })
+    }
+
+    /// Whether the caller may use tool `name` now (an unknown one: no).
+    pub fn may_use_tool(&self, name: &str) -> bool {
+        self.ask(|gate| gate.may_use_tool(name))
+    }
+}
+
+impl Audience for Listener<'_> {
+    fn list_view(&self, change: &ServerChange) -> Option<ListView> {
+        if !self.server.has_access_rules() {
+            return None;
+        }
+        self.ask(|gate| {
+            let catalog = gate.catalog;
+            let lists = match change {
+                ServerChange::ToolsListChanged => vec![(&catalog.tools, Kind::Tool)],
+                ServerChange::PromptsListChanged => vec![(&catalog.prompts, Kind::Prompt)],
+                ServerChange::ResourcesListChanged => vec![
+                    (&catalog.resources, Kind::Resource),
+                    (&catalog.templates, Kind::Resource),
+                ],
+                ServerChange::ResourceUpdated(_) => return None,
+            };
+            Some(gate.view(&lists))
+        })
+    }
+
+    /// With no access rule anywhere, every update passes (as every read
+    /// would).
+    fn may_read(&self, uri: &str) -> bool {
+        !self.server.has_access_rules() || self.ask(|gate| gate.may_read(uri))
     }
 }
 

@@ -28,5 +28,5 @@ pub use access::AccessSettings;
 pub use answer::Answer;
 pub use answer::Reply;
 pub use context::{Notifier, ProtocolSettings, RequestContext};
-pub use dispatch::Server;
+pub use dispatch::{Listener, Server};
 pub(crate) use resources::{check_uri_length, is_not_found};

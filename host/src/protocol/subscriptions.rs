@@ -3,7 +3,10 @@
 //! Changes (a list changed after a reload or a component's report, a
 //! resource a component reported as updated) are published once to
 //! [`Subscriptions`]; every open listen stream receives them and forwards
-//! the ones its filter asked for, each tagged with the listen request's id.
+//! the ones its filter asked for and its caller may hear of (its
+//! [`Audience`]), each tagged with the listen request's id. The filter
+//! itself is never checked against what the caller may see: a URI or task
+//! id it may not see is acknowledged as an unknown one is.
 //! The acknowledgement always comes first. A stream ends when the client
 //! goes away (the transport drops the request) or the server shuts down
 //! (then it ends with its `SubscriptionsListenResult`).
@@ -31,6 +34,30 @@ pub const MAX_RESOURCE_SUBSCRIPTIONS: usize = 1000;
 /// missed some (it then gets every list-changed notification it asked for).
 const BACKLOG: usize = 256;
 
+/// What one caller may hear of the server's changes, asked of the
+/// registry served when each change is delivered: rules (and so what the
+/// caller may see) can change after it subscribed.
+pub trait Audience: Sync {
+    /// What the caller sees now of the list `change` names (`None`: not a
+    /// list change, or no access rule applies).
+    fn list_view(&self, change: &ServerChange) -> Option<ListView>;
+
+    /// Whether the caller may read the resource at `uri` now: what
+    /// `resources/read` would decide.
+    fn may_read(&self, uri: &str) -> bool;
+
+    /// Whether the caller should hear of `change`: an update of a
+    /// resource only when it may read that resource; a list change only
+    /// when its view of the list changed since `views` last looked (which
+    /// remembers its view now).
+    fn hears(&self, views: &mut ListViews, change: &ServerChange) -> bool {
+        match change {
+            ServerChange::ResourceUpdated(uri) => self.may_read(uri),
+            list => views.passes(list, self.list_view(list)),
+        }
+    }
+}
+
 /// What one caller last saw of each list, so that it hears of a list
 /// change only when its own view changed: a listing it may see more or
 /// less of, or (the lists being the same) a change a component reported,
@@ -40,12 +67,11 @@ const BACKLOG: usize = 256;
 pub struct ListViews(HashMap<&'static str, ListView>);
 
 impl ListViews {
-    /// The views of every list as `view` gives them now (`None`: no rule
-    /// applies).
-    pub fn new(view: impl Fn(&ServerChange) -> Option<ListView>) -> ListViews {
+    /// The views of every list as `audience` sees them now.
+    pub fn new(audience: &dyn Audience) -> ListViews {
         let views = ServerChange::ALL_LISTS
             .iter()
-            .filter_map(|change| Some((change.method(), view(change)?)))
+            .filter_map(|change| Some((change.method(), audience.list_view(change)?)))
             .collect();
         ListViews(views)
     }
@@ -53,7 +79,7 @@ impl ListViews {
     /// Whether the caller should hear of `change`, given its view of the
     /// list now (`None`: no rule applies, or not a list change); remembers
     /// that view.
-    pub fn passes(&mut self, change: &ServerChange, now: Option<ListView>) -> bool {
+    fn passes(&mut self, change: &ServerChange, now: Option<ListView>) -> bool {
         let Some(now) = now else {
             return true;
         };
@@ -262,15 +288,16 @@ pub(crate) fn covers(subscribed: &str, uri: &str) -> bool {
 }
 
 /// Serves one `subscriptions/listen` until the client leaves or the
-/// server shuts down (`shutdown` turns true). `view` says what the caller
-/// sees now of a list: it hears of a list change only when that changed.
+/// server shuts down (`shutdown` turns true). Of the changes its filter
+/// asked for, the caller hears those `audience` lets it hear when each
+/// comes.
 pub(super) async fn listen(
     subscriptions: &Subscriptions,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
     request: &Request,
     notifier: Option<&Notifier>,
     tasks: Option<TaskWatch<'_>>,
-    view: &(dyn Fn(&ServerChange) -> Option<ListView> + Send + Sync),
+    audience: &dyn Audience,
 ) -> Result<Answer, RpcError> {
     let filter = Filter::parse(&request.params)?;
     let tasks = match tasks {
@@ -291,7 +318,7 @@ pub(super) async fn listen(
     // Subscribe before acknowledging, so nothing published after the
     // acknowledgement is missed.
     let mut changes = subscriptions.subscribe();
-    let mut views = ListViews::new(view);
+    let mut views = ListViews::new(audience);
     let mut task_events = tasks.as_ref().map(|watch| watch.tasks.events());
     let tag = json!({ SUBSCRIPTION_ID: request.id });
     let note = |method: &str, mut params: Map<String, Value>| {
@@ -313,7 +340,7 @@ pub(super) async fn listen(
             change = changes.recv() => match change {
                 Ok(change) => filter
                     .wants(&change)
-                    .filter(|_| views.passes(&change, view(&change)))
+                    .filter(|_| audience.hears(&mut views, &change))
                     .map(|method| note(method, change.params()))
                     .into_iter()
                     .collect::<Vec<_>>(),
@@ -321,7 +348,7 @@ pub(super) async fn listen(
                 Err(broadcast::error::RecvError::Lagged(_)) => ServerChange::ALL_LISTS
                     .iter()
                     .filter(|change| filter.wants(change).is_some())
-                    .filter(|change| views.passes(change, view(change)))
+                    .filter(|change| audience.hears(&mut views, change))
                     .map(|change| note(change.method(), Map::new()))
                     .collect(),
                 Err(broadcast::error::RecvError::Closed) => break,
@@ -417,5 +444,45 @@ mod tests {
         assert!(filter(json!({"toolsListChanged": "yes"})).is_err());
         assert!(filter(json!({"resourceSubscriptions": [1]})).is_err());
         assert_eq!(filter(json!({})).unwrap(), Filter::default());
+    }
+
+    /// A caller that may read only `a://open`, and sees `visible` of every
+    /// list (of `whole`).
+    struct Reader {
+        whole: u64,
+        visible: u64,
+    }
+
+    impl Audience for Reader {
+        fn list_view(&self, _: &ServerChange) -> Option<ListView> {
+            Some(ListView {
+                whole: self.whole,
+                visible: self.visible,
+                any: self.visible != 0,
+            })
+        }
+
+        fn may_read(&self, uri: &str) -> bool {
+            uri == "a://open"
+        }
+    }
+
+    #[test]
+    fn a_caller_hears_of_updates_it_may_read_and_of_changes_of_its_view() {
+        let mut reader = Reader {
+            whole: 1,
+            visible: 1,
+        };
+        let mut views = ListViews::new(&reader);
+        let updated = |uri: &str| ServerChange::ResourceUpdated(uri.into());
+        assert!(reader.hears(&mut views, &updated("a://open")));
+        assert!(!reader.hears(&mut views, &updated("a://hidden")));
+        assert!(!reader.hears(&mut views, &updated("a://open/below")));
+        // A list the caller sees the same of, changed by a reload: not
+        // told; what it sees changed: told.
+        reader.whole = 2;
+        assert!(!reader.hears(&mut views, &ServerChange::ToolsListChanged));
+        reader.visible = 2;
+        assert!(reader.hears(&mut views, &ServerChange::ToolsListChanged));
     }
 }

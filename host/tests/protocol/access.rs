@@ -12,9 +12,10 @@ use airlock_e2e::mcp::{
     request_state, text,
 };
 use airlock_e2e::sse::Events;
+use airlock_e2e::watcher::touch;
 use serde_json::{Value, json};
 
-use crate::support::{Host, Http, RESOURCE_METADATA, Setup, Stream};
+use crate::support::{ALICE, Host, Http, RESOURCE_METADATA, Setup, Stream};
 
 /// `ops` with every scope and group the rules below ask for.
 const OPS_STRONG: &str = "ops-strong-token-0123456789";
@@ -419,7 +420,17 @@ fn a_session_stream_hears_of_list_changes_only_in_what_its_caller_sees() {
 /// A `subscriptions/listen` stream of `http`'s caller for tool and prompt
 /// list changes, after its acknowledgement.
 fn listen_to_lists(http: &Http) -> Stream {
-    let params = listen_params(json!({"toolsListChanged": true, "promptsListChanged": true}));
+    listen_to(
+        http,
+        json!({"toolsListChanged": true, "promptsListChanged": true}),
+    )
+    .0
+}
+
+/// A `subscriptions/listen` stream of `http`'s caller for `notifications`,
+/// after its acknowledgement, and that acknowledgement.
+fn listen_to(http: &Http, notifications: Value) -> (Stream, Value) {
+    let params = listen_params(notifications);
     let headers = request_headers("subscriptions/listen", &params);
     let body = request(http.next_id(), "subscriptions/listen", params);
     let mut stream = http
@@ -430,7 +441,7 @@ fn listen_to_lists(http: &Http) -> Stream {
         ack["method"], "notifications/subscriptions/acknowledged",
         "{ack}"
     );
-    stream
+    (stream, ack)
 }
 
 #[test]
@@ -443,4 +454,114 @@ fn a_listen_stream_hears_of_list_changes_only_in_what_its_caller_sees() {
         assert!(called.get("result").is_some(), "{called}");
     }
     assert_each_hears_its_own_view(&mut writer, &mut reader);
+}
+
+/// The watcher, whose `watch://alpha` and items (`watch://items/{name}`,
+/// a template) only the group `readers` may read; `watch://beta` is open.
+fn watcher_host() -> Host {
+    Host::start_with(
+        &["watcher"],
+        Setup {
+            manifests: vec![(
+                "watcher.toml",
+                "[resources.\"watch://alpha\"]\nallow = [\"group:readers\"]\n\
+                 [resources.\"watch://items/{name}\"]\nallow = [\"group:readers\"]\n",
+            )],
+            tokens: TOKENS,
+            ..Setup::default()
+        },
+    )
+}
+
+/// The watcher's resources only `readers` may read, and one anyone may.
+const READERS_ONLY: [&str; 2] = ["watch://alpha", "watch://items/7"];
+const OPEN: &str = "watch://beta";
+
+/// Reports every resource of [`READERS_ONLY`], then [`OPEN`].
+fn touch_all(http: &Http) {
+    for uri in READERS_ONLY {
+        touch(http, uri);
+    }
+    touch(http, OPEN);
+}
+
+/// The URI of the next `notifications/resources/updated` on `stream`.
+#[track_caller]
+fn next_update(stream: &mut impl Events) -> String {
+    let note = stream.expect_event("a resource update");
+    assert_eq!(note["method"], "notifications/resources/updated", "{note}");
+    note["params"]["uri"]
+        .as_str()
+        .unwrap_or_else(|| panic!("an updated uri: {note}"))
+        .to_owned()
+}
+
+#[test]
+fn a_listen_stream_hears_only_of_updates_its_caller_may_read() {
+    let host = watcher_host();
+    let (strong, weak) = (host.http_as(OPS_STRONG), host.http_as(OPS_WEAK));
+    let exact = json!({"resourceSubscriptions": [READERS_ONLY[0], READERS_ONLY[1], OPEN]});
+    let prefix = json!({"resourceSubscriptions": ["watch://"]});
+    let (mut reader, _) = listen_to(&strong, exact.clone());
+    // The same principal, listening with a token without the group.
+    let (mut by_uri, _) = listen_to(&weak, exact);
+    let (mut by_prefix, _) = listen_to(&weak, prefix);
+    // Reported by a caller that may read them all.
+    touch_all(&strong);
+    for uri in READERS_ONLY.iter().chain([&OPEN]) {
+        assert_eq!(next_update(&mut reader), *uri);
+    }
+    // Updates reach every stream in order: the first a stream gets is the
+    // first it may hear of.
+    assert_eq!(next_update(&mut by_uri), OPEN);
+    assert_eq!(next_update(&mut by_prefix), OPEN);
+}
+
+#[test]
+fn a_session_stream_hears_only_of_updates_its_caller_may_read() {
+    let host = watcher_host();
+    let (strong, weak) = (host.http_as(OPS_STRONG), host.http_as(OPS_WEAK));
+    let reader = strong.open_session(legacy_caps());
+    let unseen = weak.open_session(legacy_caps());
+    for session in [&reader, &unseen] {
+        for uri in READERS_ONLY.iter().chain([&OPEN]) {
+            session.result("resources/subscribe", json!({ "uri": uri }));
+        }
+    }
+    let prefixed = weak.open_session(legacy_caps());
+    prefixed.result("resources/subscribe", json!({"uri": "watch://"}));
+    let mut streams = [&reader, &unseen, &prefixed].map(|session| session.listen());
+    touch_all(&strong);
+    let [reader, unseen, prefixed] = &mut streams;
+    for uri in READERS_ONLY.iter().chain([&OPEN]) {
+        assert_eq!(next_update(reader), *uri);
+    }
+    assert_eq!(next_update(unseen), OPEN);
+    assert_eq!(next_update(prefixed), OPEN);
+}
+
+#[test]
+fn subscribing_to_a_resource_the_caller_may_not_see_answers_as_an_unknown_one() {
+    let host = watcher_host();
+    // What a server without the watcher answers: the bytes of a resource
+    // that does not exist.
+    let bare = Host::start(&["hash"]);
+    for uri in READERS_ONLY {
+        let filter = json!({ "resourceSubscriptions": [uri] });
+        let (_, unseen) = listen_to(&host.http_as(OPS_WEAK), filter.clone());
+        let (_, unknown) = listen_to(&bare.http_as(ALICE), filter);
+        assert_eq!(unseen, unknown, "{uri}");
+
+        let (weak, alice) = (host.http_as(OPS_WEAK), bare.http_as(ALICE));
+        let (unseen, unknown) = (
+            weak.open_session(legacy_caps()),
+            alice.open_session(legacy_caps()),
+        );
+        for method in ["resources/subscribe", "resources/unsubscribe"] {
+            let (_, unseen) = unseen.request(method, json!({ "uri": uri }));
+            let (_, unknown) = unknown.request(method, json!({ "uri": uri }));
+            assert_eq!(unseen.status, unknown.status, "{method} {uri}");
+            assert_eq!(unseen.text(), unknown.text(), "{method} {uri}");
+        }
+    }
 }

@@ -1,7 +1,8 @@
 //! Test-only guest for Airlock's subscription and relist tests.
 //!
-//! Lists two resources, `watch://alpha` and `watch://beta`, and offers
-//! tools that report changes when a test decides:
+//! Lists two resources, `watch://alpha` and `watch://beta`, and a template,
+//! `watch://items/{name}` (any item reads as its name), and offers tools
+//! that report changes when a test decides:
 //!
 //! - `touch {uri}` reports the resource at `uri` as updated
 //!   (`notify::resource_updated`);
@@ -25,13 +26,16 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use airlock_guest::notify::{self, ListKind};
 use airlock_guest::{
-    Call, Error, Outcome, ReadOutcome, Resource, ResourceContents, ResourceRead, Resources,
-    ServedSkill, Tool, Tools, json,
+    Call, Error, Outcome, ReadOutcome, Resource, ResourceContents, ResourceRead, ResourceTemplate,
+    Resources, ServedSkill, Tool, Tools, json,
 };
 use serde::Deserialize;
 
 /// The resources this component lists.
 const URIS: [&str; 2] = ["watch://alpha", "watch://beta"];
+
+/// The template of the resources it reads without listing them.
+const ITEMS: &str = "watch://items/{name}";
 
 /// The skill it serves.
 const WATCHING: ServedSkill = ServedSkill::new(
@@ -158,10 +162,18 @@ impl Resources for Watcher {
         resources
     }
 
+    fn templates() -> Vec<ResourceTemplate> {
+        vec![
+            ResourceTemplate::new(ITEMS, "items")
+                .description("Resources the tests report as updated with `touch`, one per name")
+                .mime_type("text/plain"),
+        ]
+    }
+
     fn read(read: ResourceRead) -> ReadOutcome {
         if let Some(skill) = WATCHING.read(&read) {
             skill
-        } else if URIS.contains(&read.uri()) {
+        } else if URIS.contains(&read.uri()) || read.template() == Some(ITEMS) {
             ResourceContents::text(read.uri(), format!("contents of {}", read.uri()))
                 .mime_type("text/plain")
                 .into()
