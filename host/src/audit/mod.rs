@@ -18,6 +18,7 @@
 pub mod chain;
 pub mod key;
 pub mod verify;
+pub mod witness;
 pub mod writer;
 
 use std::cell::RefCell;

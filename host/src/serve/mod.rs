@@ -219,7 +219,13 @@ fn protected_paths(config: &ServeConfig) -> ProtectedPaths {
         .chain(&auth.jwt_key_files)
         .chain(&auth.jwt_hs256_secret_file)
         .chain(config.audit.iter().flat_map(|audit| &audit.key_file))
-        .chain(config.audit.iter().filter_map(|audit| audit.writer.file()));
+        .chain(config.audit.iter().filter_map(|audit| audit.writer.file()))
+        .chain(
+            config
+                .audit
+                .iter()
+                .filter_map(|audit| audit.writer.witness.as_ref().map(|witness| witness.path())),
+        );
     secret_files.fold(protected, |protected, file| protected.no_access(file))
 }
 
