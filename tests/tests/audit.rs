@@ -4,6 +4,7 @@
 //! rotated files whole and a removed line a break; the JSON server log
 //! carries each request's id.
 
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,6 +12,8 @@ use std::time::Duration;
 
 use airlock_e2e::legacy::{Endpoint, legacy_caps};
 use airlock_e2e::mcp::{ToolCall, all_caps, complete, text};
+use airlock_e2e::oci_registry::OciRegistry;
+use airlock_e2e::paths::component;
 use airlock_e2e::{
     Airlock, HttpServer, McpClient, OtlpReceiver, ToolsDir, run_airlock, wait_until,
 };
@@ -670,4 +673,109 @@ fn verify_refuses_a_chain_no_checkpoint_signs_and_a_member_given_twice() {
         report.contains("not as the writer encodes records"),
         "{report}"
     );
+}
+
+/// Every file under `dir` and its bytes (directories with no bytes).
+fn tree(dir: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
+    let mut found = BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(path) = pending.pop() {
+        if path.is_dir() {
+            for entry in std::fs::read_dir(&path).unwrap() {
+                pending.push(entry.unwrap().path());
+            }
+            found.insert(path, None);
+        } else {
+            found.insert(path.clone(), Some(std::fs::read(&path).unwrap()));
+        }
+    }
+    found
+}
+
+#[test]
+fn serve_check_writes_nothing_unless_asked_to_fill_the_compile_cache() {
+    // A live host's state: its trail, task store, compile cache and pull
+    // cache, all under one directory.
+    let state = TempDir::new().unwrap();
+    let keys = state_keys(state.path());
+    let registry = OciRegistry::start();
+    registry.push_component(
+        "tools/hash",
+        "1",
+        &std::fs::read(component("hash")).unwrap(),
+    );
+    let components = state.path().join("components.toml");
+    std::fs::write(
+        &components,
+        format!("[hash]\nreference = \"{}/tools/hash:1\"\n", registry.host()),
+    )
+    .unwrap();
+    let path = |name: &str| state.path().join(name);
+    let tools = ToolsDir::new();
+    let configured = || {
+        Airlock::new(&tools)
+            .with_cache()
+            .args(["--state-keys-file", arg(&keys)])
+            .args(["--audit-file", arg(&path("audit.jsonl"))])
+            .args(["--task-store", arg(&path("tasks.redb"))])
+            .args(["--cache-dir", arg(&path("compiled"))])
+            .args(["--components", arg(&components)])
+            .args(["--pull-cache-dir", arg(&path("pulled"))])
+    };
+    let mut live = configured().start_http();
+    complete(
+        &live
+            .client()
+            .call(&ToolCall::new("sha256", json!({"text": "live"}))),
+    );
+    live.terminate();
+    assert!(live.wait_exit(Duration::from_secs(30)).is_some());
+    for made in ["audit.jsonl", "tasks.redb", "compiled", "pulled"] {
+        assert!(path(made).exists(), "the live run made {made}");
+    }
+
+    // The tag moves: a check pulls and compiles a component the caches do
+    // not hold.
+    registry.push_component(
+        "tools/hash",
+        "1",
+        &std::fs::read(component("everything")).unwrap(),
+    );
+    let before = tree(state.path());
+    let (status, stderr) = configured().arg("--check").run_expecting_exit();
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("check passed"), "{stderr}");
+    let after = tree(state.path());
+    let changed: Vec<&PathBuf> = before
+        .keys()
+        .chain(after.keys())
+        .filter(|file| before.get(*file) != after.get(*file))
+        .collect();
+    assert!(changed.is_empty(), "the check wrote {changed:?}");
+    let (whole, report) = verify(&keys, &[path("audit.jsonl")]);
+    assert!(whole, "{report}");
+
+    // Asked to, it fills the compile cache, and writes nothing else.
+    let artifacts = |tree: &BTreeMap<PathBuf, Option<Vec<u8>>>| {
+        tree.keys()
+            .filter(|file| file.extension().is_some_and(|ext| ext == "cwasm"))
+            .count()
+    };
+    let (status, stderr) = configured()
+        .args(["--check", "--fill-cache"])
+        .run_expecting_exit();
+    assert!(status.success(), "{stderr}");
+    let filled = tree(state.path());
+    assert!(
+        artifacts(&filled) > artifacts(&after),
+        "{:?}",
+        filled.keys().collect::<Vec<_>>()
+    );
+    let elsewhere: Vec<&PathBuf> = after
+        .keys()
+        .chain(filled.keys())
+        .filter(|file| !file.starts_with(path("compiled")))
+        .filter(|file| after.get(*file) != filled.get(*file))
+        .collect();
+    assert!(elsewhere.is_empty(), "the check wrote {elsewhere:?}");
 }

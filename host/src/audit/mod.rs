@@ -85,6 +85,15 @@ pub fn install(
     Ok(())
 }
 
+/// What `serve --check` checks of the trail's settings: the audit key file
+/// reads. Nothing is opened or written.
+pub fn check(settings: &AuditSettings) -> anyhow::Result<()> {
+    if let Some(file) = &settings.key_file {
+        AuditKey::read(file)?;
+    }
+    Ok(())
+}
+
 /// Writes the last checkpoint and flushes the trail, waiting at most
 /// [`FLUSH_TIMEOUT`].
 pub fn shut_down() {

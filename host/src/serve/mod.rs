@@ -316,7 +316,11 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let keys = load_keys(config.state_keys_file.as_deref())?;
     let traces = config.traces.as_ref().map(telemetry::install).transpose()?;
     if let Some(settings) = &config.audit {
-        audit::install(settings, &keys)?;
+        if config.check {
+            audit::check(settings)?;
+        } else {
+            audit::install(settings, &keys)?;
+        }
     }
     let auth = match config.transport {
         Transport::Stdio => {
@@ -338,9 +342,14 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     };
     let runtime = config.sandbox.start(protected_paths(&config))?;
     raise_open_file_limit(runtime.limits());
-    let staged = match &config.supply {
-        Some(supply) => Some(crate::supply::stage(supply).await?),
-        None => None,
+    // A check pulls into a directory of its own, gone when it ends.
+    let check_scratch = config.check.then(tempfile::tempdir).transpose()?;
+    let staged = match (&config.supply, &check_scratch) {
+        (Some(supply), Some(scratch)) => {
+            Some(crate::supply::stage_read_only(supply, scratch.path()).await?)
+        }
+        (Some(supply), None) => Some(crate::supply::stage(supply).await?),
+        (None, _) => None,
     };
     let sources = ToolSources {
         dir: config.tools.clone(),
