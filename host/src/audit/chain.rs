@@ -77,6 +77,17 @@ impl Chain {
         &self.head
     }
 
+    /// The host whose chain it is.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// Goes back to `head`: the records linked after it were not written,
+    /// and the next record links to it instead.
+    pub fn rewind(&mut self, head: Head) {
+        self.head = head;
+    }
+
     /// `record` linked into the chain: one line, newline included.
     pub fn link(&mut self, mut record: Map<String, Value>) -> String {
         self.stamp(&mut record);

@@ -18,6 +18,7 @@
 pub mod chain;
 pub mod key;
 pub mod verify;
+pub mod witness;
 pub mod writer;
 
 use std::cell::RefCell;
@@ -80,6 +81,15 @@ pub fn install(
     };
     if TRAIL.set(trail).is_err() {
         anyhow::bail!("the audit trail is started twice");
+    }
+    Ok(())
+}
+
+/// What `serve --check` checks of the trail's settings: the audit key file
+/// reads. Nothing is opened or written.
+pub fn check(settings: &AuditSettings) -> anyhow::Result<()> {
+    if let Some(file) = &settings.key_file {
+        AuditKey::read(file)?;
     }
     Ok(())
 }

@@ -7,6 +7,8 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use super::values;
+use crate::audit::verify::Verdict;
+use crate::audit::witness::Witness;
 use crate::audit::{self, AuditKey, AuditSettings, Destination, WriterSettings};
 use crate::sealing::{KeyRing, STATE_KEYS_ENV};
 
@@ -33,8 +35,8 @@ pub struct AuditOptions {
           value_parser = clap::value_parser!(u32).range(0..=10_000))]
     pub audit_keep: u32,
     /// Most audit records waiting to be written. Requests never wait for the trail: when the
-    /// queue is full, records are lost, counted (airlock_audit_dropped_total) and a `gap` record
-    /// says how many.
+    /// queue is full or a write fails (a full disk), records are lost, counted
+    /// (airlock_audit_dropped_total) and a `gap` record says how many.
     #[arg(long, value_name = "N", default_value_t = 10_000,
           value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     pub audit_queue: u64,
@@ -54,6 +56,12 @@ pub struct AuditOptions {
     /// The host id every audit record carries [default: this machine's name].
     #[arg(long, value_name = "NAME")]
     pub audit_host_id: Option<String>,
+    /// Keep each signed checkpoint of the audit chain in this file too, replaced at every
+    /// checkpoint: the head the trail must reach. Put it where whoever can write the trail cannot
+    /// (another volume), and give it to `airlock audit verify --witness`, which then tells a trail
+    /// cut back or an older copy put back. One file per host.
+    #[arg(long, value_name = "FILE")]
+    pub audit_witness: Option<PathBuf>,
 }
 
 impl AuditOptions {
@@ -74,6 +82,7 @@ impl AuditOptions {
                 queue: super::sandbox::saturate(self.audit_queue),
                 checkpoint_every: self.audit_checkpoint_every,
                 checkpoint_interval: self.audit_checkpoint_interval,
+                witness: self.audit_witness.clone().map(Witness::file),
             },
             host: self
                 .audit_host_id
@@ -88,7 +97,9 @@ impl AuditOptions {
 #[derive(Debug, clap::Subcommand)]
 pub enum AuditCommand {
     /// Check audit files: whether they are whole, where a chain breaks and why, which hosts
-    /// wrote them. Exits with 1 on a break.
+    /// wrote them. Exits with 0 when whole (every chain intact, every record signed by a
+    /// checkpoint, every witness reached), 1 on a break, 3 when intact but not proven (records
+    /// no checkpoint signs, or no key given).
     Verify(VerifyOptions),
 }
 
@@ -104,14 +115,22 @@ pub struct VerifyOptions {
     pub audit_key_file: Option<PathBuf>,
     /// The state keys file the server was given, when it had no audit key file (the key is
     /// derived from it). Without either, AIRLOCK_STATE_KEYS; without that, checkpoints are not
-    /// checked.
+    /// checked and nothing is proven.
     #[arg(long, value_name = "FILE")]
     pub state_keys_file: Option<PathBuf>,
+    /// A host's witness file (its --audit-witness): the files must hold the checkpoint it holds,
+    /// or they were cut back or put back to an older copy. Once per host.
+    #[arg(long, value_name = "FILE")]
+    pub witness: Vec<PathBuf>,
+    /// Accept records after the last checkpoint of their chain, which no signature covers yet (a
+    /// running host's trail; reported all the same). Without it they make the files not proven.
+    #[arg(long)]
+    pub allow_unsigned_tail: bool,
 }
 
 impl AuditCommand {
-    /// Runs the command; `Ok(false)` when the files are not whole.
-    pub fn run(self) -> anyhow::Result<bool> {
+    /// Runs the command: what the files come to.
+    pub fn run(self) -> anyhow::Result<Verdict> {
         match self {
             AuditCommand::Verify(options) => options.run(),
         }
@@ -135,24 +154,34 @@ impl VerifyOptions {
         Ok(Some(AuditKey::derived(&keys)))
     }
 
-    fn run(self) -> anyhow::Result<bool> {
+    fn run(self) -> anyhow::Result<Verdict> {
         let key = self.key()?;
         let mut texts = Vec::new();
         for file in &self.files {
             let text =
                 std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
-            texts.push((
-                file.display().to_string(),
-                String::from_utf8_lossy(&text).into_owned(),
-            ));
+            texts.push((file.display().to_string(), text));
         }
-        let report = audit::verify::verify(
+        let mut witnesses = Vec::new();
+        for file in &self.witness {
+            let witnessed = Witness::file(file.clone())
+                .read()?
+                .with_context(|| format!("the witness {} does not exist", file.display()))?;
+            witnesses.push((file.display().to_string(), witnessed));
+        }
+        let witnessed: Vec<_> = witnesses
+            .iter()
+            .map(|(name, witnessed)| (name.as_str(), witnessed))
+            .collect();
+        let mut report = audit::verify::verify(
             texts
                 .iter()
-                .map(|(name, text)| (name.as_str(), text.as_str())),
+                .map(|(name, text)| (name.as_str(), text.as_slice())),
             key.as_ref(),
+            &witnessed,
         );
+        report.allow_unsigned_tail = self.allow_unsigned_tail;
         print!("{report}");
-        Ok(report.whole())
+        Ok(report.verdict())
     }
 }

@@ -46,7 +46,12 @@ configuration before it is served, like `nginx -t`: it reads every setting, the
 key, token and access policy files, and loads and compiles every component of the
 tools directory, then logs what would be served and exits without listening:
 0 when everything loaded, 1 on the first error or a component that would be
-skipped (the log says why). It does not connect to the task or single-use store.
+skipped (the log says why). It does not connect to the task or single-use store,
+and writes nothing anywhere: not the audit trail (it only reads the audit key
+file), not the task store, not the pull cache (it reads it; what it pulls goes to
+a temporary directory removed when it ends), and not the compile cache: it
+compiles every component in memory, unless `--fill-cache` asks it to use the
+cache as serving does, so the server started next loads from it.
 
 ## Values
 

@@ -161,8 +161,9 @@ pub fn main() -> ExitCode {
         }
         Command::New(options) => new::run(options),
         Command::Audit(command) => match command.run() {
-            Ok(true) => Ok(()),
-            Ok(false) => return ExitCode::FAILURE,
+            Ok(crate::audit::verify::Verdict::Whole) => Ok(()),
+            Ok(crate::audit::verify::Verdict::Broken) => return ExitCode::FAILURE,
+            Ok(crate::audit::verify::Verdict::Unproven) => return ExitCode::from(3),
             Err(error) => Err(error),
         },
     };

@@ -48,9 +48,15 @@ pub struct ServeOptions {
     /// Check the settings instead of serving: read them and the key, token and access files,
     /// load every component, log what would be served, and exit: 0 when everything loaded, 1
     /// on the first error, a skipped component, or an `AIRLOCK_*` environment variable that
-    /// names no option.
+    /// names no option. A check writes nothing: not the audit trail, the task store, the pull
+    /// cache or (without --fill-cache) the compile cache.
     #[arg(long)]
     pub check: bool,
+    /// With --check: use the compile cache as serving does (read it, and write into it the
+    /// components compiled), so the server started next loads them without compiling. Without
+    /// it, a check compiles every component in memory and writes nothing anywhere.
+    #[arg(long, requires = "check")]
+    pub fill_cache: bool,
     /// Format of the server log on stderr: `text`, or `json` (one object per line with level,
     /// target, message, fields, and the trace_id and request_id of the request it belongs to).
     #[arg(long, value_name = "FORMAT", default_value = "text", value_enum)]
@@ -176,7 +182,7 @@ impl ServeOptions {
         } else {
             Transport::Http(self.listen)
         };
-        let cache_dir = if self.no_cache {
+        let cache_dir = if self.no_cache || (self.check && !self.fill_cache) {
             None
         } else {
             self.cache_dir.or_else(registry::default_cache_dir)

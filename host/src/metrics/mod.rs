@@ -380,7 +380,7 @@ impl Metrics {
         );
         r.register(
             "airlock_audit_dropped",
-            "Audit records lost because the audit queue was full (a gap record in the trail says so)",
+            "Audit records lost because the audit queue was full or the trail could not be written (a gap record in the trail says so)",
             self.audit_dropped.clone(),
         );
         r.register(

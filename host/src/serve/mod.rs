@@ -219,7 +219,13 @@ fn protected_paths(config: &ServeConfig) -> ProtectedPaths {
         .chain(&auth.jwt_key_files)
         .chain(&auth.jwt_hs256_secret_file)
         .chain(config.audit.iter().flat_map(|audit| &audit.key_file))
-        .chain(config.audit.iter().filter_map(|audit| audit.writer.file()));
+        .chain(config.audit.iter().filter_map(|audit| audit.writer.file()))
+        .chain(
+            config
+                .audit
+                .iter()
+                .filter_map(|audit| audit.writer.witness.as_ref().map(|witness| witness.path())),
+        );
     secret_files.fold(protected, |protected, file| protected.no_access(file))
 }
 
@@ -310,7 +316,11 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let keys = load_keys(config.state_keys_file.as_deref())?;
     let traces = config.traces.as_ref().map(telemetry::install).transpose()?;
     if let Some(settings) = &config.audit {
-        audit::install(settings, &keys)?;
+        if config.check {
+            audit::check(settings)?;
+        } else {
+            audit::install(settings, &keys)?;
+        }
     }
     let auth = match config.transport {
         Transport::Stdio => {
@@ -332,9 +342,14 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     };
     let runtime = config.sandbox.start(protected_paths(&config))?;
     raise_open_file_limit(runtime.limits());
-    let staged = match &config.supply {
-        Some(supply) => Some(crate::supply::stage(supply).await?),
-        None => None,
+    // A check pulls into a directory of its own, gone when it ends.
+    let check_scratch = config.check.then(tempfile::tempdir).transpose()?;
+    let staged = match (&config.supply, &check_scratch) {
+        (Some(supply), Some(scratch)) => {
+            Some(crate::supply::stage_read_only(supply, scratch.path()).await?)
+        }
+        (Some(supply), None) => Some(crate::supply::stage(supply).await?),
+        (None, _) => None,
     };
     let sources = ToolSources {
         dir: config.tools.clone(),

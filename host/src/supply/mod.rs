@@ -227,13 +227,22 @@ impl Staged {
 /// is missing from the lock, or if a registry cannot be reached for a
 /// component the cache does not hold.
 pub async fn stage(settings: &SupplySettings) -> anyhow::Result<Staged> {
+    stage_in(settings, Store::open(&settings.cache_dir)?).await
+}
+
+/// [`stage`] for `serve --check`: the cache is read, not written; what is
+/// pulled and staged goes to `scratch`.
+pub async fn stage_read_only(settings: &SupplySettings, scratch: &Path) -> anyhow::Result<Staged> {
+    stage_in(settings, Store::read_only(&settings.cache_dir, scratch)?).await
+}
+
+async fn stage_in(settings: &SupplySettings, store: Store) -> anyhow::Result<Staged> {
     let components = Components::read(&settings.components)?;
     let lock = match &settings.lock {
         Some(path) => Some(Lock::read(path)?),
         None => None,
     };
     let trust = settings.trust()?;
-    let store = Store::open(&settings.cache_dir)?;
     let puller = Puller::new(&settings.registry, &components, store.clone())?;
     let mut served = Vec::new();
     for wanted in components.iter() {

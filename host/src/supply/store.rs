@@ -32,26 +32,54 @@ pub(super) struct Pulled {
 #[derive(Debug, Clone)]
 pub(super) struct Store {
     dir: PathBuf,
+    /// Where what is pulled and staged goes instead, leaving `dir` as it
+    /// is (`serve --check`); read before `dir`.
+    scratch: Option<PathBuf>,
 }
 
 impl Store {
     /// Opens (creating it if needed) the cache in `dir`.
     pub(super) fn open(dir: &Path) -> anyhow::Result<Store> {
-        std::fs::create_dir_all(dir.join("blobs").join("sha256"))
-            .with_context(|| format!("cannot create the pull cache {}", dir.display()))?;
+        create_blobs_dir(dir)?;
         Ok(Store {
             dir: dir.to_owned(),
+            scratch: None,
         })
     }
 
-    /// The path of the blob of `digest` (`sha256:<hex>`, checked).
+    /// The cache in `dir`, read only: what is pulled and staged is written
+    /// in `scratch`, and nothing in `dir` is created, changed or removed.
+    pub(super) fn read_only(dir: &Path, scratch: &Path) -> anyhow::Result<Store> {
+        create_blobs_dir(scratch)?;
+        Ok(Store {
+            dir: dir.to_owned(),
+            scratch: Some(scratch.to_owned()),
+        })
+    }
+
+    /// Where the store writes.
+    fn root(&self) -> &Path {
+        self.scratch.as_deref().unwrap_or(&self.dir)
+    }
+
+    /// `relative` in the store, where it is (the scratch directory first).
+    fn find(&self, relative: &Path) -> Option<PathBuf> {
+        self.scratch
+            .iter()
+            .chain([&self.dir])
+            .map(|root| root.join(relative))
+            .find(|path| path.is_file())
+    }
+
+    /// The path of the blob of `digest` (`sha256:<hex>`, checked), if the
+    /// store holds it.
     pub(super) fn blob_path(&self, digest: &str) -> Option<PathBuf> {
-        let hex = sha256_hex(digest)?;
-        Some(self.dir.join("blobs").join("sha256").join(hex))
+        self.find(&blob_relative(digest)?)
     }
 
     /// The blob of `digest`, if the cache holds it and it still has that
-    /// digest and at most `limit` bytes (a blob that does not is removed).
+    /// digest and at most `limit` bytes (a blob that does not is removed,
+    /// unless it is in the read-only cache).
     pub(super) fn read(&self, digest: &str, limit: u64) -> Option<Vec<u8>> {
         let path = self.blob_path(digest)?;
         let len = std::fs::metadata(&path).ok()?.len();
@@ -62,78 +90,57 @@ impl Store {
         if sha256_of(&bytes) == digest {
             Some(bytes)
         } else {
-            tracing::warn!(digest, file = %path.display(), "a cached blob does not have its digest: removed");
-            let _ = std::fs::remove_file(&path);
+            tracing::warn!(digest, file = %path.display(), "a cached blob does not have its digest: not used");
+            if path.starts_with(self.root()) {
+                let _ = std::fs::remove_file(&path);
+            }
             None
         }
     }
 
     /// Keeps `bytes`, whose digest is `digest` (checked by the caller).
     pub(super) fn write(&self, digest: &str, bytes: &[u8]) -> anyhow::Result<()> {
-        let path = self
-            .blob_path(digest)
-            .context("a blob's digest is not sha256")?;
-        write_atomically(&path, bytes)
+        let relative = blob_relative(digest).context("a blob's digest is not sha256")?;
+        write_atomically(&self.root().join(relative), bytes)
     }
 
     /// The signature manifest of the manifest `digest`, if kept. It needs
     /// no digest of its own: what it holds is checked by its signatures.
     pub(super) fn read_signature(&self, digest: &str) -> Option<Vec<u8>> {
-        std::fs::read(self.signature_path(digest)?).ok()
+        std::fs::read(self.find(&signature_relative(digest)?)?).ok()
     }
 
     /// Keeps the signature manifest of the manifest `digest`.
     pub(super) fn write_signature(&self, digest: &str, manifest: &[u8]) -> anyhow::Result<()> {
-        let path = self
-            .signature_path(digest)
-            .context("a manifest's digest is not sha256")?;
-        std::fs::create_dir_all(self.dir.join("signatures"))
-            .with_context(|| format!("cannot create {}", self.dir.join("signatures").display()))?;
-        write_atomically(&path, manifest)
-    }
-
-    fn signature_path(&self, digest: &str) -> Option<PathBuf> {
-        let hex = sha256_hex(digest)?;
-        Some(
-            self.dir
-                .join("signatures")
-                .join(format!("sha256-{hex}.sig")),
-        )
+        let relative = signature_relative(digest).context("a manifest's digest is not sha256")?;
+        let dir = self.root().join("signatures");
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        write_atomically(&self.root().join(relative), manifest)
     }
 
     /// The digests of the Sigstore bundles kept for the manifest `digest`,
     /// if its referrers were fetched. Each bundle is a blob, checked by
     /// its digest when read.
     pub(super) fn read_bundles(&self, digest: &str) -> Option<Vec<String>> {
-        let text = std::fs::read(self.bundles_path(digest)?).ok()?;
+        let text = std::fs::read(self.find(&bundles_relative(digest)?)?).ok()?;
         serde_json::from_slice(&text).ok()
     }
 
     /// Keeps the digests of the Sigstore bundles of the manifest `digest`.
     pub(super) fn write_bundles(&self, digest: &str, bundles: &[String]) -> anyhow::Result<()> {
-        let path = self
-            .bundles_path(digest)
-            .context("a manifest's digest is not sha256")?;
-        let dir = self.dir.join("referrers");
+        let relative = bundles_relative(digest).context("a manifest's digest is not sha256")?;
+        let dir = self.root().join("referrers");
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
-        write_atomically(&path, &serde_json::to_vec(bundles)?)
-    }
-
-    fn bundles_path(&self, digest: &str) -> Option<PathBuf> {
-        let hex = sha256_hex(digest)?;
-        Some(
-            self.dir
-                .join("referrers")
-                .join(format!("sha256-{hex}.json")),
-        )
+        write_atomically(&self.root().join(relative), &serde_json::to_vec(bundles)?)
     }
 
     /// Stages the pulled component `wanted` for loading; returns the path
     /// of its component file.
     pub(super) fn stage(&self, wanted: &Wanted, pulled: &Pulled) -> anyhow::Result<PathBuf> {
         let hex = sha256_hex(&pulled.digest).context("a manifest's digest is not sha256")?;
-        let dir = self.dir.join("served").join(format!("sha256-{hex}"));
+        let dir = self.root().join("served").join(format!("sha256-{hex}"));
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
         let component = dir.join(format!("{}.wasm", wanted.name));
@@ -152,6 +159,27 @@ impl Store {
         }
         Ok(component)
     }
+}
+
+/// Creates `dir/blobs/sha256`.
+fn create_blobs_dir(dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir.join("blobs").join("sha256"))
+        .with_context(|| format!("cannot create the pull cache {}", dir.display()))
+}
+
+/// Where the blob of `digest` is kept, under the store's directory.
+fn blob_relative(digest: &str) -> Option<PathBuf> {
+    Some(Path::new("blobs").join("sha256").join(sha256_hex(digest)?))
+}
+
+/// Where the signature manifest of the manifest `digest` is kept.
+fn signature_relative(digest: &str) -> Option<PathBuf> {
+    Some(Path::new("signatures").join(format!("sha256-{}.sig", sha256_hex(digest)?)))
+}
+
+/// Where the bundle digests of the manifest `digest` are kept.
+fn bundles_relative(digest: &str) -> Option<PathBuf> {
+    Some(Path::new("referrers").join(format!("sha256-{}.json", sha256_hex(digest)?)))
 }
 
 /// Writes `bytes` to `path` through a temporary file renamed into place.
