@@ -90,9 +90,10 @@ pub struct SandboxOptions {
           value_parser = values::size(1 << 10, 16 << 20))]
     pub max_skill_size: u64,
     /// Deepest nesting of arrays and objects in any JSON value a component hands the host. A
-    /// component listing a deeper schema or `_meta` is refused, and a deeper answer (structured
-    /// content, `_meta`, input requests) fails its call. At most 100, which keeps replies within
-    /// the 127 levels JSON parsers built on serde_json read.
+    /// component listing a deeper schema or `_meta` is refused, a skill whose frontmatter nests
+    /// deeper is not served, and a deeper answer (structured content, `_meta`, input requests)
+    /// fails its call. At most 100, which keeps replies within the 127 levels JSON parsers built on
+    /// serde_json read.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_DEPTH as u64, help_heading = COMPONENTS,
           value_parser = clap::value_parser!(u64).range(1..=MAX_DEPTH_CEILING as u64))]
     pub max_json_depth: u64,

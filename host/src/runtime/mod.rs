@@ -144,9 +144,9 @@ pub struct RuntimeLimits {
     /// 16 MiB, the skills extension's limit.
     pub max_skill_bytes: u64,
     /// Deepest nesting of arrays and objects in any JSON value a component
-    /// hands the host: what it lists (schemas, `_meta`) and what it
-    /// answers (structured content, `_meta`, input requests). Default 64
-    /// (see [`crate::guest_json`]).
+    /// hands the host: what it lists (schemas, `_meta`, skills'
+    /// frontmatter) and what it answers (structured content, `_meta`,
+    /// input requests). Default 64 (see [`crate::guest_json`]).
     pub max_json_depth: usize,
 }
 

@@ -1,6 +1,6 @@
 //! Test-only guest for the bounds on what a component hands the host:
-//! values a few bytes long in the guest that are too deep on the way out.
-//! Never deploy it.
+//! values a few bytes long in the guest that are huge or too deep on the
+//! way out. Never deploy it.
 //!
 //! - The tool `nested {depth, place}` returns a JSON object `depth` levels
 //!   deep (arrays inside it) in `place`: `structured` (the result's
@@ -11,17 +11,19 @@
 //! - The resource template `nested://{depth}` reads as a text whose `_meta`
 //!   is `depth` levels deep.
 //! - The tool's listed `_meta` is [`LISTED_DEPTH`] levels deep (1 as
-//!   built). Listing runs with nothing granted, so the tests cannot tell
-//!   the component anything else: they stamp copies of it with other digits
-//!   in place.
+//!   built), and the component serves the skill `skill://served/SKILL.md`,
+//!   whose text is [`SKILL_MD`]. Listing runs with nothing granted, so the
+//!   tests cannot tell the component anything else: they stamp copies of it
+//!   with other digits or another `SKILL.md` of the same length in place
+//!   (a frontmatter that is an alias bomb, say).
 
 use airlock_guest::types::{
     ElicitationRequest, FormElicitation, InputRequest, Role, SamplingContent, ToolOutcome,
 };
 use airlock_guest::{
     Call, CallResult, ContentBlock, EmbeddedResource, InputRequired, Outcome, ReadOutcome,
-    ResourceContents, ResourceRead, ResourceTemplate, Resources, SamplingMessage, SamplingRequest,
-    Tool, Tools, json,
+    Resource, ResourceContents, ResourceRead, ResourceTemplate, Resources, SamplingMessage,
+    SamplingRequest, Tool, Tools, json,
 };
 use serde::Deserialize;
 
@@ -29,6 +31,12 @@ struct Bombs;
 
 /// The depth of the tool's listed `_meta`: the digits after the colon.
 const LISTED_DEPTH: &str = "bombs-listed-meta-depth:000001";
+
+/// The `SKILL.md` of the skill the component serves.
+const SKILL_MD: &str = include_str!("SKILL.md");
+
+/// The skill's `SKILL.md` URI.
+const SKILL_URI: &str = "skill://served/SKILL.md";
 
 /// [`LISTED_DEPTH`]'s number, read from the component's memory where the
 /// copies stamp it (used directly, the compiler might fold it away).
@@ -132,6 +140,10 @@ impl Tools for Bombs {
 }
 
 impl Resources for Bombs {
+    fn list() -> Vec<Resource> {
+        vec![Resource::new(SKILL_URI, "served").mime_type("text/markdown")]
+    }
+
     fn templates() -> Vec<ResourceTemplate> {
         vec![
             ResourceTemplate::new("nested://{depth}", "nested").description("`_meta` `depth` deep"),
@@ -139,6 +151,12 @@ impl Resources for Bombs {
     }
 
     fn read(read: ResourceRead) -> ReadOutcome {
+        if read.uri() == SKILL_URI {
+            let text = std::hint::black_box(SKILL_MD);
+            return ResourceContents::text(SKILL_URI, text)
+                .mime_type("text/markdown")
+                .into();
+        }
         let Some(depth) = read.variable("depth").and_then(|d| d.parse().ok()) else {
             return ReadOutcome::NotFound;
         };
