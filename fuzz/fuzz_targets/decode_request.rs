@@ -22,11 +22,18 @@ use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value, json};
 
 /// `airlock::protocol::wire` is `pub(crate)`, so its source is compiled here a
-/// second time, against the public `airlock::runtime` WIT types it names as
-/// `crate::runtime`: the same code, without widening the host's API.
+/// second time, with the checks of guest JSON it uses (`guest_json`, private
+/// too), against the public types it names as `crate::runtime` and
+/// `crate::registry`: the same code, without widening the host's API.
 mod runtime {
     pub use airlock::runtime::{wit, wit_completions, wit_prompts, wit_resources};
 }
+mod registry {
+    pub use airlock::registry::skills;
+}
+#[allow(dead_code, clippy::all)]
+#[path = "../../host/src/guest_json.rs"]
+mod guest_json;
 #[allow(dead_code, clippy::all)]
 #[path = "../../host/src/protocol/wire.rs"]
 mod wire;

@@ -3,12 +3,15 @@
 //! The input drives a generator of WIT outcomes (tool results, input
 //! requests, prompt results, resource contents, completions) of any shape:
 //! many blocks, empty blocks, long audience lists, binary data, invalid JSON
-//! texts. Each goes through what the server does with it: the per-outcome
-//! item counts (`runtime::output`), the conversion to wire shapes
-//! (`protocol::wire`) and the encoding within the output limit
-//! (`jsonrpc::encode_within`). Nothing may panic, and:
+//! texts, JSON nested deep. Each goes through what the server does with it:
+//! the per-outcome item counts (`runtime::output`), the conversion to wire
+//! shapes (`protocol::wire`, JSON texts within [`MAX_DEPTH`]) and the
+//! encoding within the output limit (`jsonrpc::encode_within`). Nothing may
+//! panic, and:
 //!
 //! - an encoded reply is never longer than the limit, and is valid JSON;
+//! - an encoded reply nests no deeper than [`MAX_DEPTH`] plus the levels of
+//!   the deepest place these shapes put a guest's JSON text;
 //! - an outcome over the item limits is refused before it is converted;
 //! - an audience on the wire names each role at most once.
 
@@ -24,14 +27,28 @@ use serde::ser::SerializeMap;
 use serde_json::{Value, json};
 
 /// `airlock::protocol::wire` is `pub(crate)`, so its source is compiled here a
-/// second time, against the public `airlock::runtime` WIT types it names as
-/// `crate::runtime`.
+/// second time, with the checks of guest JSON it uses (`guest_json`, private
+/// too), against the public types it names as `crate::runtime` and
+/// `crate::registry`.
 mod runtime {
     pub use airlock::runtime::{wit, wit_completions, wit_prompts, wit_resources};
 }
+mod registry {
+    pub use airlock::registry::skills;
+}
+#[allow(dead_code, clippy::all)]
+#[path = "../../host/src/guest_json.rs"]
+mod guest_json;
 #[allow(dead_code, clippy::all)]
 #[path = "../../host/src/protocol/wire.rs"]
 mod wire;
+
+/// A small depth limit of JSON texts, so the fuzzer passes it.
+const MAX_DEPTH: usize = 8;
+
+/// The deepest a guest's JSON text sits in the results below: a prompt
+/// message's embedded resource's `_meta` (`{messages[{content{resource{`).
+const DEEPEST_PLACE: usize = 5;
 
 /// Small limits, so the fuzzer reaches them.
 const LIMITS: OutcomeLimits = OutcomeLimits {
@@ -48,13 +65,18 @@ fn string(u: &mut Unstructured) -> Result<String> {
     Ok(String::from_utf8_lossy(bytes).into_owned())
 }
 
-/// A JSON text: often valid, sometimes not.
+/// A JSON text: often valid, sometimes not, sometimes nested past
+/// [`MAX_DEPTH`].
 fn json_text(u: &mut Unstructured) -> Result<String> {
-    Ok(match u.int_in_range(0..=3)? {
+    Ok(match u.int_in_range(0..=4)? {
         0 => "{}".to_owned(),
         1 => json!({ "type": "object", "properties": { string(u)?: { "type": "string" } } })
             .to_string(),
         2 => json!([string(u)?, u.arbitrary::<f64>()?]).to_string(),
+        3 => {
+            let depth = u.int_in_range(0..=2 * MAX_DEPTH)?;
+            format!("{{\"n\":{}{}}}", "[".repeat(depth), "]".repeat(depth))
+        }
         _ => string(u)?,
     })
 }
@@ -95,6 +117,7 @@ fn contents(u: &mut Unstructured) -> Result<wit::ResourceContents> {
         } else {
             wit::ResourceBody::Blob(string(u)?.into_bytes())
         },
+        meta: u.arbitrary::<bool>()?.then(|| json_text(u)).transpose()?,
     })
 }
 
@@ -197,6 +220,17 @@ fn encode(result: impl Serialize, limit: usize) {
         assert!(body.len() <= limit, "{} bytes over {limit}", body.len());
         let reply: Value = serde_json::from_str(&body).expect("a reply is JSON");
         check_audiences(&reply);
+        let depth = depth_of(&reply);
+        assert!(depth <= MAX_DEPTH + DEEPEST_PLACE, "a reply {depth} deep: {body}");
+    }
+}
+
+/// The depth of the deepest array or object in `value`.
+fn depth_of(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => 1 + items.iter().map(depth_of).max().unwrap_or(0),
+        Value::Object(members) => 1 + members.values().map(depth_of).max().unwrap_or(0),
+        _ => 0,
     }
 }
 
@@ -239,7 +273,7 @@ fn run(u: &mut Unstructured) -> Result<()> {
             let outcome = wit::CallOutcome::Complete(result);
             if counted(&outcome)
                 && let wit::CallOutcome::Complete(result) = &outcome
-                && let Ok(wire) = wire::call_result(result)
+                && let Ok(wire) = wire::call_result(result, MAX_DEPTH)
             {
                 encode(wire, limit);
             }
@@ -252,7 +286,9 @@ fn run(u: &mut Unstructured) -> Result<()> {
                 let requests = required
                     .requests
                     .iter()
-                    .map(|(key, request)| wire::input_request(request).map(|r| (key.as_str(), r)))
+                    .map(|(key, request)| {
+                        wire::input_request(request, MAX_DEPTH).map(|r| (key.as_str(), r))
+                    })
                     .collect::<std::result::Result<Vec<_>, _>>();
                 if let Ok(requests) = requests {
                     encode(Required { input_requests: Keyed(requests) }, limit);
@@ -272,7 +308,7 @@ fn run(u: &mut Unstructured) -> Result<()> {
             if counted(&outcome)
                 && let wit_prompts::PromptOutcome::Complete(result) = &outcome
             {
-                encode(wire::prompt_result(result), limit);
+                encode(wire::prompt_result(result, MAX_DEPTH), limit);
             }
         }
         3 => {
@@ -280,7 +316,10 @@ fn run(u: &mut Unstructured) -> Result<()> {
             if counted(&outcome)
                 && let wit_resources::ReadOutcome::Complete(contents) = &outcome
             {
-                let contents: Vec<_> = contents.iter().map(wire::resource_contents).collect();
+                let contents: Vec<_> = contents
+                    .iter()
+                    .map(|c| wire::resource_contents(c, MAX_DEPTH))
+                    .collect();
                 encode(contents, limit);
             }
         }

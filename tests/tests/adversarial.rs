@@ -11,6 +11,10 @@
 //!
 //! Grants come from the manifest `hostile.toml` beside `hostile.wasm`.
 //! Servers that change a manifest while running poll every 50 ms.
+//!
+//! The `bombs` guest hands the host JSON nested deeper than clients parse,
+//! listed and in its answers: refused by `--max-json-depth`, naming the
+//! item, while the rest is served.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
@@ -21,9 +25,12 @@ use airlock_e2e::hostile::{
     ANSWERED_WITHIN, airlock, answer, assert_limit, assert_ok, assert_refused, assert_sha256_works,
     call, serve, toml_path, tools_with,
 };
-use airlock_e2e::mcp::{complete, is_error, text};
-use airlock_e2e::paths::airlock_bin;
-use airlock_e2e::{Http, HttpServer, McpClient, ToolsDir, wait_until};
+use airlock_e2e::mcp::{complete, error_code, error_message, input_request, is_error, text};
+use airlock_e2e::paths::{airlock_bin, component};
+use airlock_e2e::stamp::replace_once;
+use airlock_e2e::{
+    Airlock, Http, HttpServer, McpClient, ToolCall, ToolsDir, all_caps, no_caps, wait_until,
+};
 use serde_json::{Value, json};
 
 /// What a hostile call got, and how the well-behaved tool fared meanwhile.
@@ -1145,4 +1152,136 @@ max-concurrent = 2
     let (status, _, stderr) = inspect(&component, &[], &[]);
     assert!(!status.success());
     assert!(stderr.contains("--enable-fuel"), "{stderr}");
+}
+
+// ---------------------------------------------------------------------------
+// JSON nested deeper than --max-json-depth (the `bombs` guest).
+// ---------------------------------------------------------------------------
+
+/// The placeholder of the depth of the `bombs` guest's listed `_meta`.
+const LISTED_DEPTH: &str = "bombs-listed-meta-depth:000001";
+
+/// A copy of the `bombs` guest whose tool lists a `_meta` `depth` levels
+/// deep.
+fn bombs_listing_meta_of_depth(depth: usize) -> Vec<u8> {
+    let guest = std::fs::read(component("bombs")).expect("read the bombs component");
+    let stamped = format!("bombs-listed-meta-depth:{depth:06}");
+    replace_once(&guest, LISTED_DEPTH.as_bytes(), stamped.as_bytes())
+}
+
+/// A server on `hash` and a copy of `bombs` whose listed `_meta` is
+/// `depth` deep, with `args`.
+fn serve_bombs(listed_depth: usize, args: &[&str]) -> (ToolsDir, HttpServer) {
+    let tools = ToolsDir::with(&["hash"]);
+    tools.add_bytes("bombs.wasm", &bombs_listing_meta_of_depth(listed_depth));
+    let server = Airlock::new(&tools).args(args).start_http();
+    (tools, server)
+}
+
+/// The depth of the deepest array or object in `value`.
+fn depth_of(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => 1 + items.iter().map(depth_of).max().unwrap_or(0),
+        Value::Object(members) => 1 + members.values().map(depth_of).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+#[test]
+fn a_listed_meta_nested_too_deep_keeps_its_component_out_naming_it() {
+    // One level over the default, and far past what any client parses.
+    for depth in [65, 100_000] {
+        let (_tools, server) = serve_bombs(depth, &[]);
+        let line = server.wait_for_log_lines(&["skipping component", "bombs.wasm"], 1);
+        assert!(
+            line.contains(
+                "tool `nested`: _meta nests arrays and objects deeper than 64 levels \
+                 (--max-json-depth)"
+            ),
+            "{depth}: {line}"
+        );
+        // tools/list stays parseable, and the other component serves.
+        let client = server.client();
+        assert_eq!(client.tool_names(), ["sha256"], "{depth}");
+        airlock_e2e::flows::sha256(&client);
+    }
+    // At the limit it is served; the limit is a setting.
+    let (_tools, server) = serve_bombs(64, &[]);
+    assert_eq!(server.client().tool_names(), ["nested", "sha256"]);
+    let (_tools, server) = serve_bombs(100, &["--max-json-depth", "100"]);
+    let tools = server.client().list_all("tools/list", "tools");
+    let nested = tools
+        .iter()
+        .find(|t| t["name"] == "nested")
+        .expect("nested");
+    assert_eq!(depth_of(&nested["_meta"]), 100);
+}
+
+#[test]
+fn answers_nested_too_deep_fail_their_call_naming_the_value() {
+    let (_tools, server) = serve_bombs(1, &[]);
+    let client = server.client();
+    let nested = |depth: usize, place: &str| {
+        client.call(
+            &ToolCall::new("nested", json!({"depth": depth, "place": place})).caps(all_caps()),
+        )
+    };
+    for (place, named) in [
+        ("structured", "structured content"),
+        ("embedded_meta", "_meta"),
+        ("form", "requestedSchema"),
+        ("sampling", "_meta"),
+    ] {
+        // At the limit: sent as given.
+        let response = nested(64, place);
+        assert!(response.get("result").is_some(), "{place}: {response}");
+        assert!(
+            !is_error(&response["result"]),
+            "{place} at the limit: {response}"
+        );
+        assert!(depth_of(&response) > 64, "{place}: {response}");
+        // One level over: the call fails, naming the value and the limit.
+        let said = assert_limit(&nested(65, place), &["nested", "invalid outcome"]);
+        assert!(
+            said.contains(&format!(
+                "{named} nests arrays and objects deeper than 64 levels (--max-json-depth)"
+            )),
+            "{place}: {said}"
+        );
+    }
+    // A read's `_meta`: an internal error naming the resource.
+    let read = |uri: &str| client.rpc("resources/read", json!({"uri": uri}), no_caps());
+    let fine = read("nested://64");
+    assert_eq!(depth_of(&complete(&fine)["contents"][0]["_meta"]), 64);
+    let too_deep = read("nested://100000");
+    assert_eq!(error_code(&too_deep), -32603, "{too_deep}");
+    let message = error_message(&too_deep);
+    assert!(
+        message.contains("nested://100000")
+            && message.contains("_meta nests arrays and objects deeper than 64 levels"),
+        "{message}"
+    );
+    airlock_e2e::flows::sha256(&client);
+}
+
+#[test]
+fn at_the_highest_limit_the_deepest_reply_still_parses() {
+    // A value 100 deep (the highest --max-json-depth), in the deepest place
+    // a reply carries one: the `_meta` of a resource embedded in a tool
+    // result of a sampling request. The client parses replies with
+    // serde_json, which stops at 127 levels.
+    let (_tools, server) = serve_bombs(1, &["--max-json-depth", "100"]);
+    let client = server.client();
+    let response = client.call(
+        &ToolCall::new("nested", json!({"depth": 100, "place": "sampling"})).caps(all_caps()),
+    );
+    let request = input_request(&response["result"], "model");
+    let meta = &request["params"]["messages"][0]["content"][1]["content"][0]["resource"]["_meta"];
+    assert_eq!(depth_of(meta), 100, "{request}");
+    assert!(depth_of(&response) < 128, "{}", depth_of(&response));
+    // Past the highest limit, the option itself is refused.
+    let (status, _, stderr) =
+        airlock_e2e::run_airlock(&["serve", "--max-json-depth", "101", "--check"]);
+    assert!(!status.success());
+    assert!(stderr.contains("--max-json-depth"), "{stderr}");
 }

@@ -2,10 +2,14 @@
 //! real binary: a skill that breaks a rule or a limit is refused at load
 //! with a log line saying why (the component and its other skills still
 //! load), and a changed file is served, with its new digest, after the
-//! reload that follows.
+//! reload that follows. A skill a component serves itself is held to the
+//! same rules: one whose frontmatter is an alias bomb is refused before it
+//! expands.
 
 use airlock_e2e::mcp::{complete, no_caps};
 use airlock_e2e::oci_registry::sha256;
+use airlock_e2e::paths::component;
+use airlock_e2e::stamp::replace_once;
 use airlock_e2e::{Airlock, McpClient, ToolsDir, wait_until};
 use serde_json::{Value, json};
 
@@ -159,4 +163,75 @@ fn a_component_serves_a_skill_as_resources_beside_its_skills_directory() {
         no_caps(),
     );
     assert_eq!(directory["error"]["code"], -32602, "{directory}");
+}
+
+/// The `SKILL.md` the `bombs` test guest serves as `skill://served/SKILL.md`,
+/// which copies of it replace.
+const SERVED_SKILL_MD: &[u8] = include_bytes!("../guests/bombs/src/SKILL.md");
+
+/// A frontmatter of eight levels of eight aliases: 8^8 (16.7 million)
+/// strings once expanded, in 296 bytes.
+const ALIAS_BOMB: &str = "---
+name: served
+description: An alias bomb
+a: &a [x,x,x,x,x,x,x,x]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f]
+h: &h [*g,*g,*g,*g,*g,*g,*g,*g]
+---
+";
+
+/// How much more than a server on the same components without the bomb
+/// the server may ever hold while it refuses the bomb, in KiB: far below
+/// what expanding the bomb takes (over 3 GiB), room for what varies between
+/// two loads.
+const MAX_PEAK_ABOVE_KIB: u64 = 64 << 10;
+
+#[test]
+fn a_served_skill_whose_frontmatter_is_an_alias_bomb_is_refused_before_it_expands() {
+    let guest = std::fs::read(component("bombs")).expect("read the bombs component");
+    let tools = ToolsDir::with(&["hash"]);
+    tools.add_bytes("hash.skills/hashing/SKILL.md", SKILL_MD.as_bytes());
+    // As built, the component serves its skill.
+    tools.add_bytes("bombs.wasm", &guest);
+    let server = Airlock::new(&tools).start_http();
+    let uris = |client: &dyn McpClient| -> Vec<Value> {
+        skills(client).iter().map(|s| s["uri"].clone()).collect()
+    };
+    assert_eq!(
+        uris(&server.client()),
+        [
+            json!("skill://served/SKILL.md"),
+            json!("skill://hashing/SKILL.md")
+        ]
+    );
+    let without_bomb = server.memory().peak_kib;
+    drop(server);
+
+    // The bomb, padded to the length of the text it replaces.
+    let mut bomb = ALIAS_BOMB.as_bytes().to_vec();
+    assert!(bomb.len() < SERVED_SKILL_MD.len(), "{}", bomb.len());
+    bomb.resize(SERVED_SKILL_MD.len(), b'x');
+    tools.add_bytes("bombs.wasm", &replace_once(&guest, SERVED_SKILL_MD, &bomb));
+    let server = Airlock::new(&tools).start_http();
+    let line = server.wait_for_log_lines(
+        &["skipping skill", "bombs.wasm", "skill://served/SKILL.md"],
+        1,
+    );
+    assert!(line.contains("alias"), "the line says why: {line}");
+    // That skill only: the component, the other component and its skill
+    // are served.
+    let client = server.client();
+    assert_eq!(uris(&client), [json!("skill://hashing/SKILL.md")]);
+    assert_eq!(client.tool_names(), ["nested", "sha256"]);
+    airlock_e2e::flows::sha256(&client);
+    let peak = server.memory().peak_kib;
+    assert!(
+        peak < without_bomb + MAX_PEAK_ABOVE_KIB,
+        "the server peaked at {peak} KiB, {without_bomb} KiB without the bomb: it expanded the aliases"
+    );
 }

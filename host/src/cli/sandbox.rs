@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::values;
+use crate::guest_json::{DEFAULT_MAX_DEPTH, MAX_DEPTH_CEILING};
 use crate::policy::{MIN_MEMORY_BYTES, MIN_OUTPUT_BYTES, MIN_TIMEOUT};
 use crate::runtime::RuntimeLimits;
 use crate::sandbox::SandboxSettings;
@@ -88,6 +89,14 @@ pub struct SandboxOptions {
     #[arg(long, value_name = "SIZE", default_value = "16MiB", help_heading = COMPONENTS,
           value_parser = values::size(1 << 10, 16 << 20))]
     pub max_skill_size: u64,
+    /// Deepest nesting of arrays and objects in any JSON value a component hands the host. A
+    /// component listing a deeper schema or `_meta` is refused, a skill whose frontmatter nests
+    /// deeper is not served, and a deeper answer (structured content, `_meta`, input requests)
+    /// fails its call. At most 100, which keeps replies within the 127 levels JSON parsers built on
+    /// serde_json read.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_DEPTH as u64, help_heading = COMPONENTS,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_DEPTH_CEILING as u64))]
+    pub max_json_depth: u64,
 }
 
 /// The heading of the options that bound what a component may be and list.
@@ -114,6 +123,7 @@ impl SandboxOptions {
                 max_skills: saturate(self.max_skills),
                 max_skill_files: saturate(self.max_skill_files),
                 max_skill_bytes: self.max_skill_size,
+                max_json_depth: saturate(self.max_json_depth),
                 ..limits
             },
             secrets_file: self.secrets_file,

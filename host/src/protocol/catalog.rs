@@ -42,17 +42,19 @@ pub(crate) struct Catalog {
 
 impl Catalog {
     /// Encodes everything `registry` lists, at most `page_size` items and
-    /// `max_page_bytes` (the output limit) a page.
+    /// `max_page_bytes` (the output limit) a page, each JSON text at most
+    /// `max_json_depth` deep (the registry checked both at load).
     pub(crate) fn new(
         registry: Arc<Registry>,
         page_size: usize,
         max_page_bytes: usize,
+        max_json_depth: usize,
     ) -> anyhow::Result<Catalog> {
         let mut tools = Vec::with_capacity(registry.tools().len());
         let mut param_headers = HashMap::new();
         for entry in registry.tools() {
             let tool = &entry.item().listed;
-            tools.push(encode(&wire::tool(tool)?)?);
+            tools.push(encode(&wire::tool(tool, max_json_depth)?)?);
             let schema: Value = serde_json::from_str(&tool.input_schema)?;
             match param_headers::annotations(&schema) {
                 Ok(found) if found.is_empty() => {}
@@ -68,7 +70,7 @@ impl Catalog {
         let prompts = registry
             .prompts()
             .iter()
-            .map(|p| encode(&wire::prompt(p.item())))
+            .map(|p| encode(&wire::prompt(p.item(), max_json_depth)))
             .collect::<anyhow::Result<_>>()?;
         // The `SKILL.md` of a skills directory's skill is listed among the
         // resources, after the components' own (a component lists those it
@@ -82,7 +84,7 @@ impl Catalog {
         let resources = registry
             .resources()
             .iter()
-            .map(|r| encode(&wire::resource(r.item())))
+            .map(|r| encode(&wire::resource(r.item(), max_json_depth)))
             .chain(directory_skills().map(|s| encode(&wire::skill_resource(s.item()))))
             .collect::<anyhow::Result<_>>()?;
         let skills = registry
@@ -95,7 +97,7 @@ impl Catalog {
         let templates = registry
             .templates()
             .iter()
-            .map(|t| encode(&wire::resource_template(&t.item().listed)))
+            .map(|t| encode(&wire::resource_template(&t.item().listed, max_json_depth)))
             .collect::<anyhow::Result<_>>()?;
         let pages = |items, field| Pages::new(items, page_size, max_page_bytes, field);
         Ok(Catalog {
@@ -364,6 +366,9 @@ mod tests {
     use crate::registry::validate::PAGE_FRAME_BYTES;
     use crate::runtime::{wit, wit_prompts, wit_resources};
 
+    /// The default depth limit.
+    const DEPTH: usize = crate::guest_json::DEFAULT_MAX_DEPTH;
+
     fn items(n: usize) -> Vec<Box<RawValue>> {
         (0..n)
             .map(|i| RawValue::from_string(i.to_string()).unwrap())
@@ -490,7 +495,7 @@ mod tests {
             meta: Some(r#"{ "ui" : { "resourceUri" : "ui://x" } }"#.to_owned()),
             task_support: wit::TaskSupport::Optional,
         };
-        let listed = encode(&wire::tool(&tool).unwrap()).unwrap();
+        let listed = encode(&wire::tool(&tool, DEPTH).unwrap()).unwrap();
         assert!(
             listed.get().len() <= listed_size::tool(&tool),
             "{}",
@@ -510,7 +515,7 @@ mod tests {
                 .collect(),
             meta: Some(r#"{"k":1}"#.to_owned()),
         };
-        let listed = encode(&wire::prompt(&prompt)).unwrap();
+        let listed = encode(&wire::prompt(&prompt, DEPTH)).unwrap();
         assert!(
             listed.get().len() <= listed_size::prompt(&prompt),
             "{}",
@@ -526,7 +531,7 @@ mod tests {
             annotations: Some(annotations.clone()),
             meta: Some(r#"{"k":1}"#.to_owned()),
         };
-        let listed = encode(&wire::resource(&resource)).unwrap();
+        let listed = encode(&wire::resource(&resource, DEPTH)).unwrap();
         assert!(
             listed.get().len() <= listed_size::resource(&resource),
             "{}",
@@ -541,7 +546,7 @@ mod tests {
             annotations: Some(annotations),
             meta: Some(r#"{"k":1}"#.to_owned()),
         };
-        let listed = encode(&wire::resource_template(&template)).unwrap();
+        let listed = encode(&wire::resource_template(&template, DEPTH)).unwrap();
         assert!(
             listed.get().len() <= listed_size::template(&template),
             "{}",

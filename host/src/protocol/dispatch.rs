@@ -75,6 +75,7 @@ impl Server {
             registry,
             settings.page_size,
             runtime.limits().max_output_bytes,
+            runtime.limits().max_json_depth,
         )?;
         let server_info = RawValue::from_string(
             json!({ "name": "airlock", "version": env!("CARGO_PKG_VERSION") }).to_string(),
@@ -194,6 +195,7 @@ impl Server {
             Arc::new(registry),
             self.settings.page_size,
             self.runtime.limits().max_output_bytes,
+            self.runtime.limits().max_json_depth,
         )?);
         let old = std::mem::replace(
             &mut *self

@@ -336,7 +336,9 @@ fn input_required(
                 .to_owned(),
         ));
     }
-    let requests = match encode_requests(target, &input.requests, &meta.capabilities, limit)? {
+    let max_json_depth = services.runtime.limits().max_json_depth;
+    let caps = &meta.capabilities;
+    let requests = match encode_requests(target, &input.requests, caps, limit, max_json_depth)? {
         Ok(requests) => requests,
         Err(why) => return Ok(Err(why)),
     };
@@ -358,13 +360,15 @@ fn input_required(
 
 /// A component's input requests, checked (keys unique and not empty, the
 /// capabilities they need declared in `caps`) and encoded within `limit`
-/// bytes in all. `Ok(Err(problem))` when they cannot be sent (the
-/// component's failure); `Err` when the client lacks a capability.
+/// bytes in all, their JSON texts at most `max_json_depth` deep.
+/// `Ok(Err(problem))` when they cannot be sent (the component's failure);
+/// `Err` when the client lacks a capability.
 pub(super) fn encode_requests(
     target: Target<'_>,
     input: &[(String, wit::InputRequest)],
     caps: &ClientCapabilities,
     limit: usize,
+    max_json_depth: usize,
 ) -> Result<Result<Vec<InputRequest>, String>, RpcError> {
     let mut keys = std::collections::HashSet::new();
     for (key, _) in input {
@@ -378,7 +382,7 @@ pub(super) fn encode_requests(
     let mut budget = limit;
     let mut requests = Vec::with_capacity(input.len());
     for (key, request) in input {
-        let request = match wire::input_request(request) {
+        let request = match wire::input_request(request, max_json_depth) {
             Ok(request) => request,
             Err(error) => {
                 return Ok(Err(format!("it returned an invalid outcome: {}", error.0)));

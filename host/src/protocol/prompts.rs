@@ -116,14 +116,15 @@ impl RoundMethod for PromptGet {
 
     fn settle(
         &self,
-        _services: Services<'_>,
+        services: Services<'_>,
         _name: &str,
         outcome: wit_prompts::PromptOutcome,
         limit: usize,
     ) -> Settled {
         match outcome {
             wit_prompts::PromptOutcome::Complete(result) => {
-                Settled::encode(&wire::prompt_result(&result), limit)
+                let max_json_depth = services.runtime.limits().max_json_depth;
+                Settled::encode(&wire::prompt_result(&result, max_json_depth), limit)
             }
             wit_prompts::PromptOutcome::InvalidArguments(why) => {
                 Settled::Answer(Answer::Error(RpcError::invalid_params(format!(

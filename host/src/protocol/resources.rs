@@ -93,8 +93,12 @@ impl RoundMethod for ResourceRead {
                 Settled::Failed("the component returned no contents".to_owned())
             }
             wit_resources::ReadOutcome::Complete(contents) => {
+                let max_json_depth = services.runtime.limits().max_json_depth;
                 let result = wire::ReadResourceResult {
-                    contents: contents.iter().map(wire::resource_contents).collect(),
+                    contents: contents
+                        .iter()
+                        .map(|c| wire::resource_contents(c, max_json_depth))
+                        .collect(),
                 };
                 match Settled::encode(&result, limit) {
                     // Components cannot see who asks, but a read may still

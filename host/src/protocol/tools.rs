@@ -143,18 +143,21 @@ impl RoundMethod for ToolCall {
 
     fn settle(
         &self,
-        _services: Services<'_>,
+        services: Services<'_>,
         _name: &str,
         outcome: wit::CallOutcome,
         limit: usize,
     ) -> Settled {
+        let max_json_depth = services.runtime.limits().max_json_depth;
         match outcome {
-            wit::CallOutcome::Complete(result) => match wire::call_result(&result) {
-                Ok(encoded) => Settled::encode(&encoded, limit).tool_error(result.is_error),
-                Err(error) => {
-                    Settled::Failed(format!("it returned an invalid outcome: {}", error.0))
+            wit::CallOutcome::Complete(result) => {
+                match wire::call_result(&result, max_json_depth) {
+                    Ok(encoded) => Settled::encode(&encoded, limit).tool_error(result.is_error),
+                    Err(error) => {
+                        Settled::Failed(format!("it returned an invalid outcome: {}", error.0))
+                    }
                 }
-            },
+            }
             wit::CallOutcome::InputRequired(input) => Settled::InputRequired(input),
             wit::CallOutcome::ContinueAsTask(_)
                 if self.entry.item().listed.task_support == wit::TaskSupport::Never =>
@@ -188,7 +191,9 @@ fn error_result(text: String) -> Answer {
         structured_content: None,
         is_error: true,
     };
-    match wire::call_result(&result).map(|result| serde_json::to_string(&result)) {
+    // The host's own text: no JSON text of a guest to bound.
+    let max_depth = crate::guest_json::MAX_DEPTH_CEILING;
+    match wire::call_result(&result, max_depth).map(|result| serde_json::to_string(&result)) {
         Ok(Ok(members)) => Answer::Complete(Complete::new(members).tool_error(true)),
         _ => Answer::Error(RpcError::internal("cannot encode a failure result")),
     }

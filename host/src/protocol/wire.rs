@@ -3,8 +3,10 @@
 //! Outgoing: tool descriptions, content blocks and input requests become the
 //! 2026-07-28 wire shapes (bytes become Base64, JSON text is checked and then
 //! embedded verbatim). Incoming: the client's `inputResponses` become WIT
-//! input responses. Every JSON text a guest returns is validated here, so a
-//! guest can never make Airlock emit malformed JSON.
+//! input responses. Every JSON text a guest returns is validated here, valid
+//! and at most `max_depth` arrays and objects deep (`--max-json-depth`, see
+//! [`crate::guest_json`]), so a guest can never make Airlock emit malformed
+//! JSON, nor JSON nested too deep for a client to parse.
 
 use base64::Engine as _;
 use base64::display::Base64Display;
@@ -29,19 +31,23 @@ pub struct ResponseError {
 }
 
 /// A guest's `meta` text, serialized verbatim as `_meta` once it is checked
-/// to be a JSON object; anything else fails the encoding, so an item or
-/// result carrying it is refused like any other invalid outcome.
-pub struct Meta<'a>(&'a str);
+/// to be a JSON object at most `max_depth` deep; anything else fails the
+/// encoding, so an item or result carrying it is refused like any other
+/// invalid outcome.
+pub struct Meta<'a> {
+    text: &'a str,
+    max_depth: usize,
+}
 
 impl<'a> Meta<'a> {
-    fn of(meta: &'a Option<String>) -> Option<Meta<'a>> {
-        meta.as_deref().map(Meta)
+    fn of(meta: &'a Option<String>, max_depth: usize) -> Option<Meta<'a>> {
+        meta.as_deref().map(|text| Meta { text, max_depth })
     }
 }
 
 impl Serialize for Meta<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        check_meta(self.0)
+        check_meta(self.text, self.max_depth)
             .map_err(serde::ser::Error::custom)?
             .serialize(serializer)
     }
@@ -152,8 +158,9 @@ pub fn file_contents<'a>(
     }
 }
 
-/// Converts the contents of a resource (embedded, or read).
-pub fn resource_contents(c: &wit::ResourceContents) -> ResourceContents<'_> {
+/// Converts the contents of a resource (embedded, or read); its `_meta`
+/// may nest `max_depth` deep.
+pub fn resource_contents(c: &wit::ResourceContents, max_depth: usize) -> ResourceContents<'_> {
     let (text, blob) = match &c.body {
         wit::ResourceBody::Text(text) => (Some(text.as_str()), None),
         wit::ResourceBody::Blob(bytes) => (None, Some(Base64(bytes))),
@@ -163,7 +170,7 @@ pub fn resource_contents(c: &wit::ResourceContents) -> ResourceContents<'_> {
         mime_type: c.mime_type.as_deref(),
         text,
         blob,
-        meta: Meta::of(&c.meta),
+        meta: Meta::of(&c.meta, max_depth),
     }
 }
 
@@ -233,8 +240,9 @@ pub enum Content<'a> {
     },
 }
 
-/// Converts one content block of a result.
-pub fn content(block: &wit::ContentBlock) -> Content<'_> {
+/// Converts one content block of a result; an embedded resource's `_meta`
+/// may nest `max_depth` deep.
+pub fn content(block: &wit::ContentBlock, max_depth: usize) -> Content<'_> {
     match block {
         wit::ContentBlock::Text(t) => Content::Text {
             text: &t.text,
@@ -260,13 +268,16 @@ pub fn content(block: &wit::ContentBlock) -> Content<'_> {
             annotations: annotations(&l.annotations),
         },
         wit::ContentBlock::EmbeddedResource(r) => Content::Resource {
-            resource: resource_contents(&r.contents),
+            resource: resource_contents(&r.contents, max_depth),
             annotations: annotations(&r.annotations),
         },
     }
 }
 
-fn sampling_content(block: &wit::SamplingContent) -> Result<Content<'_>, GuestValueError> {
+fn sampling_content(
+    block: &wit::SamplingContent,
+    max_depth: usize,
+) -> Result<Content<'_>, GuestValueError> {
     Ok(match block {
         wit::SamplingContent::Text(t) => Content::Text {
             text: &t.text,
@@ -285,15 +296,15 @@ fn sampling_content(block: &wit::SamplingContent) -> Result<Content<'_>, GuestVa
         wit::SamplingContent::ToolUse(u) => Content::ToolUse {
             id: &u.id,
             name: &u.name,
-            input: json_object(&u.input, "tool_use input")?,
+            input: json_object(&u.input, "tool_use input", max_depth)?,
         },
         wit::SamplingContent::ToolResult(r) => Content::ToolResult {
             tool_use_id: &r.tool_use_id,
-            content: r.content.iter().map(content).collect(),
+            content: r.content.iter().map(|c| content(c, max_depth)).collect(),
             structured_content: r
                 .structured_content
                 .as_deref()
-                .map(|s| json_text(s, "tool_result structuredContent"))
+                .map(|s| json_text(s, "tool_result structuredContent", max_depth))
                 .transpose()?,
             is_error: r.is_error,
         },
@@ -311,14 +322,22 @@ pub struct CallToolResult<'a> {
     is_error: bool,
 }
 
-/// Converts a complete call result, checking its structured content.
-pub fn call_result(result: &wit::CallResult) -> Result<CallToolResult<'_>, GuestValueError> {
+/// Converts a complete call result, checking its structured content (and,
+/// as it is encoded, its embedded resources' `_meta`) within `max_depth`.
+pub fn call_result(
+    result: &wit::CallResult,
+    max_depth: usize,
+) -> Result<CallToolResult<'_>, GuestValueError> {
     Ok(CallToolResult {
-        content: result.content.iter().map(content).collect(),
+        content: result
+            .content
+            .iter()
+            .map(|c| content(c, max_depth))
+            .collect(),
         structured_content: result
             .structured_content
             .as_deref()
-            .map(|s| json_text(s, "structured content"))
+            .map(|s| json_text(s, "structured content", max_depth))
             .transpose()?,
         is_error: result.is_error,
     })
@@ -356,17 +375,18 @@ pub struct ToolAnnotations<'a> {
     open_world_hint: Option<bool>,
 }
 
-/// Converts a tool description, checking its schemas.
-pub fn tool(tool: &wit::Tool) -> Result<Tool<'_>, GuestValueError> {
+/// Converts a tool description, checking its schemas (and, as it is
+/// encoded, its `_meta`) within `max_depth`.
+pub fn tool(tool: &wit::Tool, max_depth: usize) -> Result<Tool<'_>, GuestValueError> {
     Ok(Tool {
         name: &tool.name,
         title: tool.title.as_deref(),
         description: &tool.description,
-        input_schema: json_object(&tool.input_schema, "inputSchema")?,
+        input_schema: json_object(&tool.input_schema, "inputSchema", max_depth)?,
         output_schema: tool
             .output_schema
             .as_deref()
-            .map(|s| json_object(s, "outputSchema"))
+            .map(|s| json_object(s, "outputSchema", max_depth))
             .transpose()?,
         annotations: tool.annotations.as_ref().map(|a| ToolAnnotations {
             title: a.title.as_deref(),
@@ -375,7 +395,7 @@ pub fn tool(tool: &wit::Tool) -> Result<Tool<'_>, GuestValueError> {
             idempotent_hint: a.idempotent_hint,
             open_world_hint: a.open_world_hint,
         }),
-        meta: Meta::of(&tool.meta),
+        meta: Meta::of(&tool.meta, max_depth),
     })
 }
 
@@ -404,8 +424,8 @@ pub struct PromptArgument<'a> {
     required: bool,
 }
 
-/// Converts a prompt description.
-pub fn prompt(prompt: &wit_prompts::Prompt) -> Prompt<'_> {
+/// Converts a prompt description; its `_meta` may nest `max_depth` deep.
+pub fn prompt(prompt: &wit_prompts::Prompt, max_depth: usize) -> Prompt<'_> {
     Prompt {
         name: &prompt.name,
         title: prompt.title.as_deref(),
@@ -420,7 +440,7 @@ pub fn prompt(prompt: &wit_prompts::Prompt) -> Prompt<'_> {
                 required: a.required,
             })
             .collect(),
-        meta: Meta::of(&prompt.meta),
+        meta: Meta::of(&prompt.meta, max_depth),
     }
 }
 
@@ -439,8 +459,9 @@ pub struct PromptMessage<'a> {
     content: Content<'a>,
 }
 
-/// Converts a rendered prompt.
-pub fn prompt_result(result: &wit_prompts::PromptResult) -> GetPromptResult<'_> {
+/// Converts a rendered prompt; an embedded resource's `_meta` may nest
+/// `max_depth` deep.
+pub fn prompt_result(result: &wit_prompts::PromptResult, max_depth: usize) -> GetPromptResult<'_> {
     GetPromptResult {
         description: result.description.as_deref(),
         messages: result
@@ -448,7 +469,7 @@ pub fn prompt_result(result: &wit_prompts::PromptResult) -> GetPromptResult<'_> 
             .iter()
             .map(|m| PromptMessage {
                 role: role(m.role),
-                content: content(&m.content),
+                content: content(&m.content, max_depth),
             })
             .collect(),
     }
@@ -474,8 +495,8 @@ pub struct Resource<'a> {
     meta: Option<Meta<'a>>,
 }
 
-/// Converts a resource description.
-pub fn resource(r: &wit_resources::Resource) -> Resource<'_> {
+/// Converts a resource description; its `_meta` may nest `max_depth` deep.
+pub fn resource(r: &wit_resources::Resource, max_depth: usize) -> Resource<'_> {
     Resource {
         uri: &r.uri,
         name: &r.name,
@@ -484,7 +505,7 @@ pub fn resource(r: &wit_resources::Resource) -> Resource<'_> {
         mime_type: r.mime_type.as_deref(),
         size: r.size,
         annotations: annotations(&r.annotations),
-        meta: Meta::of(&r.meta),
+        meta: Meta::of(&r.meta, max_depth),
     }
 }
 
@@ -506,8 +527,12 @@ pub struct ResourceTemplate<'a> {
     meta: Option<Meta<'a>>,
 }
 
-/// Converts a resource template description.
-pub fn resource_template(t: &wit_resources::ResourceTemplate) -> ResourceTemplate<'_> {
+/// Converts a resource template description; its `_meta` may nest
+/// `max_depth` deep.
+pub fn resource_template(
+    t: &wit_resources::ResourceTemplate,
+    max_depth: usize,
+) -> ResourceTemplate<'_> {
     ResourceTemplate {
         uri_template: &t.uri_template,
         name: &t.name,
@@ -515,7 +540,7 @@ pub fn resource_template(t: &wit_resources::ResourceTemplate) -> ResourceTemplat
         description: t.description.as_deref(),
         mime_type: t.mime_type.as_deref(),
         annotations: annotations(&t.annotations),
-        meta: Meta::of(&t.meta),
+        meta: Meta::of(&t.meta, max_depth),
     }
 }
 
@@ -685,7 +710,10 @@ pub struct ToolChoice {
     mode: &'static str,
 }
 
-fn sampling(request: &wit::SamplingRequest) -> Result<Sampling<'_>, GuestValueError> {
+fn sampling(
+    request: &wit::SamplingRequest,
+    max_depth: usize,
+) -> Result<Sampling<'_>, GuestValueError> {
     let messages = request
         .messages
         .iter()
@@ -693,7 +721,7 @@ fn sampling(request: &wit::SamplingRequest) -> Result<Sampling<'_>, GuestValueEr
             let mut blocks = m
                 .content
                 .iter()
-                .map(sampling_content)
+                .map(|block| sampling_content(block, max_depth))
                 .collect::<Result<Vec<_>, _>>()?;
             let content = if blocks.len() == 1 {
                 OneOrMany::One(blocks.remove(0))
@@ -740,9 +768,13 @@ fn sampling(request: &wit::SamplingRequest) -> Result<Sampling<'_>, GuestValueEr
         metadata: request
             .metadata
             .as_deref()
-            .map(|m| json_object(m, "sampling metadata"))
+            .map(|m| json_object(m, "sampling metadata", max_depth))
             .transpose()?,
-        tools: request.tools.iter().map(tool).collect::<Result<_, _>>()?,
+        tools: request
+            .tools
+            .iter()
+            .map(|t| tool(t, max_depth))
+            .collect::<Result<_, _>>()?,
         tool_choice: request.tool_choice.map(|c| ToolChoice {
             mode: match c {
                 wit::ToolChoice::Auto => "auto",
@@ -753,13 +785,21 @@ fn sampling(request: &wit::SamplingRequest) -> Result<Sampling<'_>, GuestValueEr
     })
 }
 
-/// Converts one input request of an input-required outcome.
-pub fn input_request(request: &wit::InputRequest) -> Result<InputRequest<'_>, GuestValueError> {
+/// Converts one input request of an input-required outcome, checking its
+/// JSON texts within `max_depth`.
+pub fn input_request(
+    request: &wit::InputRequest,
+    max_depth: usize,
+) -> Result<InputRequest<'_>, GuestValueError> {
     Ok(match request {
         wit::InputRequest::Elicitation(wit::ElicitationRequest::Form(form)) => {
             InputRequest::Elicitation(Elicitation::Form {
                 message: &form.message,
-                requested_schema: json_object(&form.requested_schema, "requestedSchema")?,
+                requested_schema: json_object(
+                    &form.requested_schema,
+                    "requestedSchema",
+                    max_depth,
+                )?,
             })
         }
         wit::InputRequest::Elicitation(wit::ElicitationRequest::Url(url)) => {
@@ -768,7 +808,9 @@ pub fn input_request(request: &wit::InputRequest) -> Result<InputRequest<'_>, Gu
                 url: &url.url,
             })
         }
-        wit::InputRequest::Sampling(request) => InputRequest::Sampling(sampling(request)?),
+        wit::InputRequest::Sampling(request) => {
+            InputRequest::Sampling(sampling(request, max_depth)?)
+        }
         wit::InputRequest::Roots => InputRequest::Roots(Empty {}),
     })
 }
@@ -1037,6 +1079,9 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The default depth limit.
+    const DEPTH: usize = crate::guest_json::DEFAULT_MAX_DEPTH;
+
     fn to_json(value: &impl Serialize) -> Value {
         serde_json::to_value(value).unwrap()
     }
@@ -1067,7 +1112,7 @@ mod tests {
                 annotations: None,
             }),
         ];
-        let json: Vec<Value> = blocks.iter().map(|b| to_json(&content(b))).collect();
+        let json: Vec<Value> = blocks.iter().map(|b| to_json(&content(b, DEPTH))).collect();
         assert_eq!(
             json,
             vec![
@@ -1088,12 +1133,12 @@ mod tests {
         };
         let good = contents(r#"{"ui":{"prefersBorder":true}}"#);
         assert_eq!(
-            to_json(&resource_contents(&good)),
+            to_json(&resource_contents(&good, DEPTH)),
             json!({"uri": "ui://app", "mimeType": "text/html;profile=mcp-app", "text": "<p>",
                 "_meta": {"ui": {"prefersBorder": true}}})
         );
         for bad in ["[]", "1", "{oops"] {
-            let err = serde_json::to_string(&resource_contents(&contents(bad))).unwrap_err();
+            let err = serde_json::to_string(&resource_contents(&contents(bad), DEPTH)).unwrap_err();
             assert!(err.to_string().contains("_meta"), "{bad}: {err}");
         }
     }
@@ -1106,7 +1151,7 @@ mod tests {
             is_error: true,
         };
         assert_eq!(
-            to_json(&call_result(&ok).unwrap()),
+            to_json(&call_result(&ok, DEPTH).unwrap()),
             json!({"content": [], "structuredContent": {"a": 1}, "isError": true})
         );
         let bad = wit::CallResult {
@@ -1114,7 +1159,155 @@ mod tests {
             structured_content: Some("{oops".into()),
             is_error: false,
         };
-        assert!(call_result(&bad).is_err());
+        assert!(call_result(&bad, DEPTH).is_err());
+    }
+
+    /// An object holding arrays, `depth` levels in all.
+    fn nested(depth: usize) -> String {
+        let inner = depth - 1;
+        format!("{{\"n\":{}0{}}}", "[".repeat(inner), "]".repeat(inner))
+    }
+
+    #[test]
+    fn every_json_text_of_an_answer_is_bounded_in_depth() {
+        const LIMIT: usize = 8;
+        let embedded = |depth: usize| {
+            wit::ContentBlock::EmbeddedResource(wit::EmbeddedResource {
+                contents: wit::ResourceContents {
+                    uri: "test://r".into(),
+                    mime_type: None,
+                    body: wit::ResourceBody::Text("t".into()),
+                    meta: Some(nested(depth)),
+                },
+                annotations: None,
+            })
+        };
+        // What converts and encodes at `depth`, or the error saying why not.
+        let answers = |depth: usize| -> Vec<(&'static str, Result<String, String>)> {
+            let encoded =
+                |value: Result<String, serde_json::Error>| value.map_err(|e| e.to_string());
+            let result = wit::CallResult {
+                content: vec![],
+                structured_content: Some(nested(depth)),
+                is_error: false,
+            };
+            let with_embedded = wit::CallResult {
+                content: vec![embedded(depth)],
+                structured_content: None,
+                is_error: false,
+            };
+            let prompt = wit_prompts::PromptResult {
+                description: None,
+                messages: vec![wit_prompts::PromptMessage {
+                    role: wit::Role::User,
+                    content: embedded(depth),
+                }],
+            };
+            let read = wit::ResourceContents {
+                uri: "test://r".into(),
+                mime_type: None,
+                body: wit::ResourceBody::Text("t".into()),
+                meta: Some(nested(depth)),
+            };
+            let form = wit::InputRequest::Elicitation(wit::ElicitationRequest::Form(
+                wit::FormElicitation {
+                    message: "m".into(),
+                    requested_schema: nested(depth),
+                },
+            ));
+            let sampling = |content: wit::SamplingContent, metadata: Option<String>| {
+                wit::InputRequest::Sampling(wit::SamplingRequest {
+                    messages: vec![wit::SamplingMessage {
+                        role: wit::Role::User,
+                        content: vec![content],
+                    }],
+                    max_tokens: 1,
+                    system_prompt: None,
+                    model_preferences: None,
+                    include_context: None,
+                    temperature: None,
+                    stop_sequences: vec![],
+                    metadata,
+                    tools: vec![],
+                    tool_choice: None,
+                })
+            };
+            let text = || {
+                wit::SamplingContent::Text(wit::TextContent {
+                    text: "t".into(),
+                    annotations: None,
+                })
+            };
+            let tool_result = |content, structured_content| {
+                wit::SamplingContent::ToolResult(wit::ToolOutcome {
+                    tool_use_id: "u".into(),
+                    content,
+                    structured_content,
+                    is_error: None,
+                })
+            };
+            let requests = [
+                ("requestedSchema", form),
+                ("sampling metadata", sampling(text(), Some(nested(depth)))),
+                (
+                    "tool_use input",
+                    sampling(
+                        wit::SamplingContent::ToolUse(wit::ToolUse {
+                            id: "u".into(),
+                            name: "t".into(),
+                            input: nested(depth),
+                        }),
+                        None,
+                    ),
+                ),
+                (
+                    "tool_result structuredContent",
+                    sampling(tool_result(vec![], Some(nested(depth))), None),
+                ),
+                (
+                    "_meta",
+                    sampling(tool_result(vec![embedded(depth)], None), None),
+                ),
+            ];
+            let mut answers = vec![
+                (
+                    "structured content",
+                    call_result(&result, LIMIT)
+                        .map_err(|e| e.0)
+                        .and_then(|r| encoded(serde_json::to_string(&r))),
+                ),
+                (
+                    "_meta",
+                    call_result(&with_embedded, LIMIT)
+                        .map_err(|e| e.0)
+                        .and_then(|r| encoded(serde_json::to_string(&r))),
+                ),
+                (
+                    "_meta",
+                    encoded(serde_json::to_string(&prompt_result(&prompt, LIMIT))),
+                ),
+                (
+                    "_meta",
+                    encoded(serde_json::to_string(&resource_contents(&read, LIMIT))),
+                ),
+            ];
+            for (what, request) in requests {
+                let converted = input_request(&request, LIMIT)
+                    .map_err(|e| e.0)
+                    .and_then(|r| encoded(serde_json::to_string(&r.params())));
+                answers.push((what, converted));
+            }
+            answers
+        };
+        for (what, answer) in answers(LIMIT) {
+            assert!(answer.is_ok(), "{what} at the limit: {answer:?}");
+        }
+        for (what, answer) in answers(LIMIT + 1) {
+            assert_eq!(
+                answer.unwrap_err(),
+                format!("{what} nests arrays and objects deeper than 8 levels (--max-json-depth)")
+            );
+        }
     }
 
     #[test]
@@ -1126,12 +1319,12 @@ mod tests {
                     .into(),
             }));
         assert_eq!(
-            to_json(&input_request(&form).unwrap()),
+            to_json(&input_request(&form, DEPTH).unwrap()),
             json!({"method": "elicitation/create", "params": {
             "mode": "form", "message": "Name?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}})
         );
         assert_eq!(
-            to_json(&input_request(&wit::InputRequest::Roots).unwrap()),
+            to_json(&input_request(&wit::InputRequest::Roots, DEPTH).unwrap()),
             json!({"method": "roots/list", "params": {}})
         );
         let sampling = wit::InputRequest::Sampling(wit::SamplingRequest {
@@ -1153,7 +1346,7 @@ mod tests {
             tool_choice: None,
         });
         assert_eq!(
-            to_json(&input_request(&sampling).unwrap()),
+            to_json(&input_request(&sampling, DEPTH).unwrap()),
             json!({"method": "sampling/createMessage", "params": {
             "messages": [{"role": "user", "content": {"type": "text", "text": "Hi"}}], "maxTokens": 50, "includeContext": "none"}})
         );
@@ -1162,7 +1355,7 @@ mod tests {
                 message: "x".into(),
                 requested_schema: "[1]".into(),
             }));
-        assert!(input_request(&bad).is_err());
+        assert!(input_request(&bad, DEPTH).is_err());
     }
 
     #[test]

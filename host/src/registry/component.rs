@@ -149,8 +149,10 @@ impl Component {
 /// after them the skills the component serves itself: each resource it
 /// lists at `skill://<name>/SKILL.md`, read once now (a first round, no
 /// client capabilities) for its frontmatter. A skill that cannot be read,
-/// whose frontmatter breaks a rule, that the skills directory has too, or
-/// beyond `--max-skills` is skipped with one warning.
+/// whose frontmatter or entry breaks a rule or a limit, that the skills
+/// directory has too, or beyond `--max-skills` is skipped with one warning
+/// naming the component and the skill; the component and its other skills
+/// still load.
 async fn with_served_skills(
     runtime: &Runtime,
     path: &Path,
@@ -162,6 +164,7 @@ async fn with_served_skills(
         .resources
         .iter()
         .filter_map(|resource| Some((skills::skill_md_name(&resource.uri)?, &resource.uri)));
+    let limits = SkillLimits::of(runtime.limits());
     for (name, uri) in served {
         let skipped = |reason: &str| {
             tracing::warn!(file = %path.display(), skill = uri.as_str(), "skipping skill: {reason}");
@@ -178,7 +181,7 @@ async fn with_served_skills(
             continue;
         }
         match read_skill_md(runtime, checked, uri).await {
-            Ok(text) => match skills::served_by_component(name, &text) {
+            Ok(text) => match skills::served_by_component(name, &text, limits) {
                 Ok(skill) => skills.push(Arc::new(skill)),
                 Err(reason) => skipped(&reason),
             },
@@ -320,9 +323,6 @@ struct Compiled {
     skills: Vec<Arc<Skill>>,
 }
 
-/// Bytes a page of `skills/list` takes besides its entries, at most.
-const SKILLS_PAGE_FRAME: usize = 256;
-
 /// Reads the manifest and the file at `path`, and compiles it (blocking).
 fn read_and_compile(
     runtime: &Runtime,
@@ -333,17 +333,7 @@ fn read_and_compile(
     let policy = Policy::load_for(path, &runtime.policy_context())?;
     let wasm = read_component(path, runtime.limits().max_component_bytes)?;
     let (code, origin) = compile(runtime.engine(), &wasm, path, cache)?;
-    let limits = runtime.limits();
-    let skills = skills::load(
-        path,
-        SkillLimits {
-            max_skills: limits.max_skills,
-            max_files: limits.max_skill_files,
-            max_bytes: limits.max_skill_bytes,
-        },
-        // What a page of `skills/list` leaves an entry besides its frame.
-        limits.max_output_bytes.saturating_sub(SKILLS_PAGE_FRAME),
-    );
+    let skills = skills::load(path, SkillLimits::of(runtime.limits()));
     Ok(Compiled {
         stamp,
         policy,

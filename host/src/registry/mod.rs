@@ -32,6 +32,7 @@ pub mod cache;
 mod component;
 mod file_stamp;
 pub mod footprint;
+pub mod frontmatter;
 pub mod input_schema;
 pub mod listed_size;
 pub mod pulled_files;

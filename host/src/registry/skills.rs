@@ -12,10 +12,13 @@
 //! A skill that breaks a rule is skipped with one `warn!` line saying why,
 //! and the component and its other skills still load: its name must follow
 //! the Agent Skills naming rules and be the frontmatter's `name`, the
-//! frontmatter must have a `name` and a `description`, it may hold at most
-//! `--max-skill-files` files and `--max-skill-size` bytes, and hold only
-//! regular files and directories (no links) named with URI-safe characters.
-//! Entries whose names start with `.` are ignored.
+//! frontmatter must have a `name` and a `description` and be read within
+//! its bounds (no aliases, `--max-json-depth`, the size of an entry: see
+//! [`super::frontmatter`]), it may hold at most `--max-skill-files` files and
+//! `--max-skill-size` bytes, and hold only regular files and directories
+//! (no links) named with URI-safe characters, and its entry must fit a page
+//! of `skills/list`. Entries whose names start with `.` are ignored. A skill
+//! its component serves itself is held to the same rules (its files aside).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -24,6 +27,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::file_stamp::FileStamp;
+use super::frontmatter::{self, FrontmatterLimits};
+use crate::runtime::RuntimeLimits;
 use crate::untrusted_file;
 
 /// The file every skill holds at its root.
@@ -35,8 +40,8 @@ pub const SCHEME: &str = "skill://";
 /// The MIME type of a directory in `resources/directory/read`.
 pub const DIRECTORY_MIME_TYPE: &str = "inode/directory";
 
-/// How many skills one component may ship, and how many files and bytes
-/// one skill may hold.
+/// How many skills one component may ship, how many files and bytes one
+/// skill may hold, and how large and deep what it lists may be.
 #[derive(Debug, Clone, Copy)]
 pub struct SkillLimits {
     /// Most skills in one component's skills directory.
@@ -45,17 +50,43 @@ pub struct SkillLimits {
     pub max_files: usize,
     /// Most bytes all files of one skill may take together.
     pub max_bytes: u64,
+    /// Most bytes one skill's entry of `skills/list` may take: what a page
+    /// leaves an entry within the output limit.
+    pub max_entry_bytes: usize,
+    /// Deepest nesting of its frontmatter as JSON (`--max-json-depth`).
+    pub max_json_depth: usize,
+}
+
+/// Bytes a page of `skills/list` takes besides its entries, at most.
+const SKILLS_PAGE_FRAME: usize = 256;
+
+impl SkillLimits {
+    /// The limits the server's `limits` set.
+    pub fn of(limits: &RuntimeLimits) -> SkillLimits {
+        SkillLimits {
+            max_skills: limits.max_skills,
+            max_files: limits.max_skill_files,
+            max_bytes: limits.max_skill_bytes,
+            max_entry_bytes: limits.max_output_bytes.saturating_sub(SKILLS_PAGE_FRAME),
+            max_json_depth: limits.max_json_depth,
+        }
+    }
+
+    /// What its frontmatter may be: at most as deep as any JSON value of a
+    /// component, and no larger than its entry.
+    fn frontmatter(&self) -> FrontmatterLimits {
+        FrontmatterLimits {
+            max_depth: self.max_json_depth,
+            max_bytes: self.max_entry_bytes,
+        }
+    }
 }
 
 impl Default for SkillLimits {
-    /// The extension's limits, 512 files and 16 MiB per skill, and 256
-    /// skills per component.
+    /// The server's default limits: the extension's 512 files and 16 MiB
+    /// per skill, 256 skills per component.
     fn default() -> Self {
-        SkillLimits {
-            max_skills: 256,
-            max_files: 512,
-            max_bytes: 16 << 20,
-        }
+        SkillLimits::of(&RuntimeLimits::default())
     }
 }
 
@@ -215,13 +246,9 @@ pub(crate) fn tree_stamp(component: &Path) -> Vec<(PathBuf, FileStamp)> {
 /// Reads every skill of the component at `component` (blocking), sorted by
 /// name; skips, with a warning naming it, each skill that breaks a rule or
 /// whose entry would not fit a page of `skills/list` within
-/// `max_entry_bytes`. Of more than `limits.max_skills` entries, the first
-/// by name are read and the others skipped, with one warning.
-pub(crate) fn load(
-    component: &Path,
-    limits: SkillLimits,
-    max_entry_bytes: usize,
-) -> Vec<Arc<Skill>> {
+/// `limits.max_entry_bytes`. Of more than `limits.max_skills` entries, the
+/// first by name are read and the others skipped, with one warning.
+pub(crate) fn load(component: &Path, limits: SkillLimits) -> Vec<Arc<Skill>> {
     let dir = directory_for(component);
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return Vec::new();
@@ -245,15 +272,7 @@ pub(crate) fn load(
     let mut skills = Vec::new();
     for name in names {
         let path = dir.join(&name);
-        let loaded = load_one(&path, &name, limits).and_then(|skill| {
-            let bytes = serde_json::to_string(&skill).map_or(usize::MAX, |entry| entry.len());
-            if bytes > max_entry_bytes {
-                return Err(format!(
-                    "its entry takes {bytes} bytes, more than a page of skills/list holds within the output limit (--max-output)"
-                ));
-            }
-            Ok(skill)
-        });
+        let loaded = load_one(&path, &name, limits).and_then(|skill| fits_a_page(skill, limits));
         match loaded {
             Ok(skill) => skills.push(Arc::new(skill)),
             Err(reason) => {
@@ -275,22 +294,52 @@ pub(crate) fn skill_md_name(uri: &str) -> Option<&str> {
 }
 
 /// The skill `name` its component serves, whose `SKILL.md` reads `text`:
-/// checked like a skills directory's (its name, its frontmatter).
-pub(crate) fn served_by_component(name: &str, text: &str) -> Result<Skill, String> {
+/// checked like a skills directory's (its name, its `SKILL.md` within
+/// `--max-skill-size`, its frontmatter, its entry within a page of
+/// `skills/list`).
+pub(crate) fn served_by_component(
+    name: &str,
+    text: &str,
+    limits: SkillLimits,
+) -> Result<Skill, String> {
     check_name(name)?;
-    Ok(Skill {
+    if text.len() as u64 > limits.max_bytes {
+        return Err(format!(
+            "its {SKILL_FILE} takes {} bytes, more than {} bytes (--max-skill-size)",
+            text.len(),
+            limits.max_bytes
+        ));
+    }
+    let skill = Skill {
         name: name.to_owned(),
         uri: format!("{SCHEME}{name}/{SKILL_FILE}"),
-        frontmatter: named_frontmatter(text, name)?,
+        frontmatter: named_frontmatter(text, name, limits)?,
         files: Vec::new(),
         served_by_component: true,
-    })
+    };
+    fits_a_page(skill, limits)
 }
 
-/// The frontmatter of the `SKILL.md` `text` of the skill `name`: it must
-/// name the skill and describe it.
-fn named_frontmatter(text: &str, name: &str) -> Result<Map<String, Value>, String> {
-    let frontmatter = frontmatter(text)?;
+/// `skill`, if its entry fits a page of `skills/list` within
+/// `limits.max_entry_bytes`.
+fn fits_a_page(skill: Skill, limits: SkillLimits) -> Result<Skill, String> {
+    let bytes = serde_json::to_string(&skill).map_or(usize::MAX, |entry| entry.len());
+    if bytes > limits.max_entry_bytes {
+        return Err(format!(
+            "its entry takes {bytes} bytes, more than a page of skills/list holds within the output limit (--max-output)"
+        ));
+    }
+    Ok(skill)
+}
+
+/// The frontmatter of the `SKILL.md` `text` of the skill `name`, read
+/// within `limits`: it must name the skill and describe it.
+fn named_frontmatter(
+    text: &str,
+    name: &str,
+    limits: SkillLimits,
+) -> Result<Map<String, Value>, String> {
+    let frontmatter = frontmatter::parse(text, limits.frontmatter())?;
     match frontmatter.get("name") {
         Some(Value::String(named)) if named == name => {}
         Some(Value::String(named)) => {
@@ -344,7 +393,7 @@ fn load_one(dir: &Path, name: &str, limits: SkillLimits) -> Result<Skill, String
         .ok_or_else(|| format!("it has no {SKILL_FILE} at its root"))?;
     let text = std::str::from_utf8(&skill_md.bytes)
         .map_err(|_| format!("its {SKILL_FILE} is not UTF-8"))?;
-    let frontmatter = named_frontmatter(text, name)?;
+    let frontmatter = named_frontmatter(text, name, limits)?;
     Ok(Skill {
         name: name.to_owned(),
         uri: format!("{SCHEME}{name}/{SKILL_FILE}"),
@@ -429,79 +478,6 @@ pub fn check_name(name: &str) -> Result<(), String> {
     }
 }
 
-/// The YAML frontmatter at the start of `text` (between `---` lines), as
-/// a JSON object.
-fn frontmatter(text: &str) -> Result<Map<String, Value>, String> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let missing = || format!("its {SKILL_FILE} does not start with a `---` frontmatter block");
-    let first_line_end = text.find('\n').ok_or_else(missing)?;
-    if text[..first_line_end].trim_end_matches('\r') != "---" {
-        return Err(missing());
-    }
-    let body = &text[first_line_end + 1..];
-    let mut offset = 0;
-    let yaml = loop {
-        let rest = &body[offset..];
-        let line_end = rest.find('\n').unwrap_or(rest.len());
-        let line = rest[..line_end].trim_end_matches('\r');
-        if line.trim_end_matches([' ', '\t']) == "---" {
-            break &body[..offset];
-        }
-        if line_end == rest.len() {
-            return Err(format!("its {SKILL_FILE} frontmatter has no closing `---`"));
-        }
-        offset += line_end + 1;
-    };
-    let documents = yaml_rust2::YamlLoader::load_from_str(yaml)
-        .map_err(|err| format!("its frontmatter is not valid YAML: {err}"))?;
-    match documents.into_iter().next().map(|doc| to_json(doc, 0)) {
-        Some(Ok(Value::Object(map))) => Ok(map),
-        Some(Err(why)) => Err(format!("its frontmatter {why}")),
-        _ => Err("its frontmatter is not a YAML mapping".to_owned()),
-    }
-}
-
-/// Deepest nesting of a frontmatter value.
-const MAX_DEPTH: usize = 32;
-
-/// A YAML value as JSON: mappings with string keys, sequences, strings,
-/// numbers, booleans, null.
-fn to_json(yaml: yaml_rust2::Yaml, depth: usize) -> Result<Value, String> {
-    use yaml_rust2::Yaml;
-    if depth > MAX_DEPTH {
-        return Err(format!("nests deeper than {MAX_DEPTH} levels"));
-    }
-    Ok(match yaml {
-        Yaml::Null => Value::Null,
-        Yaml::Boolean(b) => Value::Bool(b),
-        Yaml::Integer(i) => Value::from(i),
-        Yaml::String(s) => Value::String(s),
-        Yaml::Real(text) => text
-            .parse::<f64>()
-            .ok()
-            .and_then(serde_json::Number::from_f64)
-            .map(Value::Number)
-            .ok_or_else(|| format!("holds a number JSON cannot carry: {text}"))?,
-        Yaml::Array(items) => Value::Array(
-            items
-                .into_iter()
-                .map(|item| to_json(item, depth + 1))
-                .collect::<Result<_, _>>()?,
-        ),
-        Yaml::Hash(entries) => {
-            let mut map = Map::new();
-            for (key, value) in entries {
-                let Yaml::String(key) = key else {
-                    return Err("has a key that is not a string".to_owned());
-                };
-                map.insert(key, to_json(value, depth + 1)?);
-            }
-            Value::Object(map)
-        }
-        Yaml::Alias(_) | Yaml::BadValue => return Err("holds an alias".to_owned()),
-    })
-}
-
 /// The MIME type of a skill file, by its extension.
 fn mime_type(path: &str) -> &'static str {
     let extension = path
@@ -524,7 +500,6 @@ fn mime_type(path: &str) -> &'static str {
     }
 }
 
-/// Lowercase hexadecimal.
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -557,7 +532,7 @@ mod tests {
             ("demo/references/GUIDE.md", b"guide".as_slice()),
             ("demo/.hidden", b"ignored".as_slice()),
         ]);
-        let skills = load(&wasm, SkillLimits::default(), 1 << 20);
+        let skills = load(&wasm, SkillLimits::default());
         assert_eq!(skills.len(), 1);
         let skill = &skills[0];
         assert_eq!(skill.uri, "skill://demo/SKILL.md");
@@ -614,6 +589,11 @@ mod tests {
                 "many/SKILL.md",
                 b"---\nname: many\ndescription: d\n---\n".as_slice(),
             ),
+            ("bomb/SKILL.md", BOMB.as_bytes()),
+            (
+                "deep/SKILL.md",
+                b"---\nname: deep\ndescription: d\nm: [[[[[[[[]]]]]]]]\n---\n".as_slice(),
+            ),
         ];
         for (path, bytes) in &too_many {
             files.push((path, bytes.as_slice()));
@@ -623,11 +603,10 @@ mod tests {
             max_skills: 16,
             max_files: 4,
             max_bytes: 1024,
+            max_json_depth: 8,
+            ..SkillLimits::default()
         };
-        let loaded: Vec<_> = load(&wasm, limits, 1 << 20)
-            .iter()
-            .map(|s| s.name.clone())
-            .collect();
+        let loaded: Vec<_> = load(&wasm, limits).iter().map(|s| s.name.clone()).collect();
         assert_eq!(loaded, ["demo"]);
         let why = |name: &str| load_one(&wasm.with_extension("skills").join(name), name, limits);
         assert!(why("Bad--Name").unwrap_err().contains("naming rules"));
@@ -635,6 +614,39 @@ mod tests {
         assert!(why("plain").unwrap_err().contains("frontmatter"));
         assert!(why("big").unwrap_err().contains("--max-skill-size"));
         assert!(why("many").unwrap_err().contains("--max-skill-files"));
+        assert!(why("bomb").unwrap_err().contains("alias"));
+        assert!(why("deep").unwrap_err().contains("--max-json-depth"));
+    }
+
+    /// A frontmatter of eight levels of eight aliases (8^8 strings once
+    /// expanded), in a few hundred bytes.
+    const BOMB: &str = "---\nname: bomb\ndescription: d\n\
+        a: &a [x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a]\n\
+        c: &c [*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c]\n\
+        e: &e [*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e]\n\
+        g: &g [*f,*f,*f,*f,*f,*f,*f,*f]\nh: &h [*g,*g,*g,*g,*g,*g,*g,*g]\n---\n";
+
+    #[test]
+    fn a_served_skill_is_held_to_the_limits_of_a_file_skill() {
+        let limits = SkillLimits::default();
+        let err = served_by_component("bomb", BOMB, limits).unwrap_err();
+        assert!(err.contains("alias"), "{err}");
+        // An entry over what a page of skills/list leaves it.
+        let long = format!("---\nname: long\ndescription: {}\n---\n", "d".repeat(450));
+        let small = SkillLimits {
+            max_entry_bytes: 512,
+            ..limits
+        };
+        assert!(served_by_component("long", &long, limits).is_ok());
+        let err = served_by_component("long", &long, small).unwrap_err();
+        assert!(err.contains("its entry takes"), "{err}");
+        // A SKILL.md over --max-skill-size.
+        let tiny = SkillLimits {
+            max_bytes: 64,
+            ..limits
+        };
+        let err = served_by_component("long", &long, tiny).unwrap_err();
+        assert!(err.contains("--max-skill-size"), "{err}");
     }
 
     #[test]
@@ -658,10 +670,7 @@ mod tests {
             max_skills: 2,
             ..SkillLimits::default()
         };
-        let loaded: Vec<_> = load(&wasm, limits, 1 << 20)
-            .iter()
-            .map(|s| s.name.clone())
-            .collect();
+        let loaded: Vec<_> = load(&wasm, limits).iter().map(|s| s.name.clone()).collect();
         assert_eq!(loaded, ["a", "b"]);
     }
 
@@ -676,7 +685,8 @@ mod tests {
         ] {
             assert_eq!(skill_md_name(uri), None, "{uri}");
         }
-        let skill = served_by_component("demo", SKILL_MD).unwrap();
+        let limits = SkillLimits::default();
+        let skill = served_by_component("demo", SKILL_MD, limits).unwrap();
         assert!(skill.served_by_component && skill.files.is_empty());
         assert_eq!(
             serde_json::to_value(&skill).unwrap()["resources"],
@@ -684,11 +694,11 @@ mod tests {
         );
         assert!(skill.children("").is_none());
         assert!(
-            served_by_component("other", SKILL_MD)
+            served_by_component("other", SKILL_MD, limits)
                 .unwrap_err()
                 .contains("names it `demo`")
         );
-        assert!(served_by_component("Bad--Name", SKILL_MD).is_err());
+        assert!(served_by_component("Bad--Name", SKILL_MD, limits).is_err());
     }
 
     #[test]
@@ -696,7 +706,7 @@ mod tests {
         let (dir, wasm) = component(&[("demo/SKILL.md", SKILL_MD.as_bytes())]);
         std::os::unix::fs::symlink("/etc/hostname", dir.path().join("x.skills/demo/h.txt"))
             .unwrap();
-        assert!(load(&wasm, SkillLimits::default(), 1 << 20).is_empty());
+        assert!(load(&wasm, SkillLimits::default()).is_empty());
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! These are served to clients verbatim, so anything a client or model would
 //! choke on is refused at load time, naming the component file, rather than
 //! discovered on a client. So is what would not fit the limits: a schema
-//! over `--max-schema`, an item larger than a page of its list may be
+//! over `--max-schema`, a schema or `_meta` nested deeper than
+//! `--max-json-depth`, an item larger than a page of its list may be
 //! (`--max-output`), everything together over `--max-listing`.
 
 use std::collections::HashSet;
@@ -13,7 +14,7 @@ use serde_json::Value;
 
 use super::listed_size;
 use super::uri_template::UriTemplate;
-use crate::guest_json::check_meta;
+use crate::guest_json::{check_meta, json_text};
 use crate::runtime::{Listing, RuntimeLimits, wit, wit_prompts, wit_resources};
 use crate::units::format_size;
 
@@ -32,6 +33,8 @@ pub struct ListingLimits {
     pub max_page_bytes: usize,
     /// Most bytes of everything one component lists (`--max-listing`).
     pub max_listing_bytes: usize,
+    /// Deepest nesting of a schema or `_meta` (`--max-json-depth`).
+    pub max_json_depth: usize,
 }
 
 impl ListingLimits {
@@ -41,6 +44,7 @@ impl ListingLimits {
             max_schema_bytes: limits.max_schema_bytes,
             max_page_bytes: limits.max_output_bytes,
             max_listing_bytes: limits.max_listing_bytes,
+            max_json_depth: limits.max_json_depth,
         }
     }
 
@@ -72,17 +76,17 @@ pub(crate) fn validate_listing(listing: &Listing, limits: &ListingLimits) -> Res
     {
         return Err("it lists no tools, prompts, resources or resource templates".to_owned());
     }
-    validate_tools(&listing.tools)?;
+    validate_tools(&listing.tools, limits.max_json_depth)?;
     validate_prompts(&listing.prompts)?;
     validate_resources(&listing.resources)?;
     validate_templates(&listing.templates)?;
-    validate_metas(listing)?;
+    validate_metas(listing, limits.max_json_depth)?;
     validate_sizes(listing, limits)
 }
 
 /// Checks the `meta` of every item one component lists: each must be a
-/// JSON object (it is sent as the item's `_meta`).
-fn validate_metas(listing: &Listing) -> Result<(), String> {
+/// JSON object at most `max_depth` deep (it is sent as the item's `_meta`).
+fn validate_metas(listing: &Listing, max_depth: usize) -> Result<(), String> {
     let metas = (listing.tools.iter())
         .map(|t| ("tool", t.name.as_str(), t.meta.as_deref()))
         .chain(
@@ -106,7 +110,7 @@ fn validate_metas(listing: &Listing) -> Result<(), String> {
         }));
     for (what, key, meta) in metas {
         if let Some(meta) = meta {
-            check_meta(meta).map_err(|why| format!("{what} `{key}`: {why}"))?;
+            check_meta(meta, max_depth).map_err(|why| format!("{what} `{key}`: {why}"))?;
         }
     }
     Ok(())
@@ -172,12 +176,12 @@ fn validate_sizes(listing: &Listing, limits: &ListingLimits) -> Result<(), Strin
     Ok(())
 }
 
-/// Checks every tool of one component; the error says what is wrong with
-/// which tool.
-pub fn validate_tools(tools: &[wit::Tool]) -> Result<(), String> {
+/// Checks every tool of one component, its schemas at most `max_depth`
+/// deep; the error says what is wrong with which tool.
+pub fn validate_tools(tools: &[wit::Tool], max_depth: usize) -> Result<(), String> {
     let mut seen = HashSet::new();
     for tool in tools {
-        validate_tool(tool)?;
+        validate_tool(tool, max_depth)?;
         if !seen.insert(tool.name.as_str()) {
             return Err(format!("list-tools returns tool `{}` twice", tool.name));
         }
@@ -185,7 +189,7 @@ pub fn validate_tools(tools: &[wit::Tool]) -> Result<(), String> {
     Ok(())
 }
 
-fn validate_tool(tool: &wit::Tool) -> Result<(), String> {
+fn validate_tool(tool: &wit::Tool, max_depth: usize) -> Result<(), String> {
     if !is_valid_tool_name(&tool.name) {
         return Err(format!(
             "tool name {} is invalid: use 1 to {MAX_TOOL_NAME_LEN} characters of A-Z a-z 0-9 _ . -",
@@ -195,6 +199,16 @@ fn validate_tool(tool: &wit::Tool) -> Result<(), String> {
     let name = &tool.name;
     if tool.description.trim().is_empty() {
         return Err(format!("tool `{name}` has an empty description"));
+    }
+    // Bounded first: parsing into a `Value` below recurses.
+    let schemas = [
+        ("input-schema", Some(&tool.input_schema)),
+        ("output-schema", tool.output_schema.as_ref()),
+    ];
+    for (what, schema) in schemas {
+        if let Some(schema) = schema {
+            json_text(schema, what, max_depth).map_err(|why| format!("tool `{name}`: {why}"))?;
+        }
     }
     match serde_json::from_str::<Value>(&tool.input_schema) {
         Err(err) => {
@@ -334,6 +348,9 @@ fn quote_untrusted(s: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The default depth limit.
+    const DEPTH: usize = crate::guest_json::DEFAULT_MAX_DEPTH;
+
     /// The server's default limits.
     fn limits() -> ListingLimits {
         ListingLimits::of(&RuntimeLimits::default())
@@ -366,7 +383,7 @@ mod tests {
     fn accepts_good_tools() {
         let mut with_output = tool("b");
         with_output.output_schema = Some(r#"{"type":"object","properties":{}}"#.into());
-        assert_eq!(validate_tools(&[tool("a"), with_output]), Ok(()));
+        assert_eq!(validate_tools(&[tool("a"), with_output], DEPTH), Ok(()));
     }
 
     #[test]
@@ -410,10 +427,10 @@ mod tests {
             ),
         ];
         for (tool, expected) in cases {
-            let err = validate_tools(&[tool]).unwrap_err();
+            let err = validate_tools(&[tool], DEPTH).unwrap_err();
             assert!(err.contains(expected), "{err}");
         }
-        let err = validate_tools(&[tool("a"), tool("a")]).unwrap_err();
+        let err = validate_tools(&[tool("a"), tool("a")], DEPTH).unwrap_err();
         assert!(err.contains("twice"), "{err}");
     }
 
@@ -499,6 +516,92 @@ mod tests {
             ..Listing::default()
         };
         assert_eq!(validate_listing(&good, &limits()), Ok(()));
+    }
+
+    /// An object holding arrays, `depth` levels in all.
+    fn nested(depth: usize) -> String {
+        let inner = depth - 1;
+        format!("{{\"n\":{}0{}}}", "[".repeat(inner), "]".repeat(inner))
+    }
+
+    #[test]
+    fn every_listed_schema_and_meta_is_bounded_in_depth_naming_the_item() {
+        let limits = ListingLimits {
+            max_json_depth: 8,
+            ..limits()
+        };
+        let schema =
+            |depth: usize| format!(r#"{{"type":"object","default":{}}}"#, nested(depth - 1));
+        let meta = |depth: usize| Some(nested(depth));
+        let listings = |depth: usize| {
+            [
+                Listing {
+                    tools: vec![wit::Tool {
+                        input_schema: schema(depth),
+                        ..tool("t")
+                    }],
+                    ..Listing::default()
+                },
+                Listing {
+                    tools: vec![wit::Tool {
+                        output_schema: Some(schema(depth)),
+                        ..tool("t")
+                    }],
+                    ..Listing::default()
+                },
+                Listing {
+                    tools: vec![wit::Tool {
+                        meta: meta(depth),
+                        ..tool("t")
+                    }],
+                    ..Listing::default()
+                },
+                Listing {
+                    prompts: vec![wit_prompts::Prompt {
+                        meta: meta(depth),
+                        ..prompt("p")
+                    }],
+                    ..Listing::default()
+                },
+                Listing {
+                    resources: vec![wit_resources::Resource {
+                        meta: meta(depth),
+                        ..resource("ui://r")
+                    }],
+                    ..Listing::default()
+                },
+                Listing {
+                    templates: vec![wit_resources::ResourceTemplate {
+                        meta: meta(depth),
+                        ..template("ui://{x}")
+                    }],
+                    ..Listing::default()
+                },
+            ]
+        };
+        for listing in listings(8) {
+            assert_eq!(validate_listing(&listing, &limits), Ok(()));
+        }
+        let named = [
+            "tool `t`: input-schema",
+            "tool `t`: output-schema",
+            "tool `t`: _meta",
+            "prompt `p`: _meta",
+            "resource `ui://r`: _meta",
+            "resource template `ui://{x}`: _meta",
+        ];
+        // One level over, and far past what serde_json itself parses.
+        for depth in [9, 100_000] {
+            for (listing, named) in listings(depth).iter().zip(named) {
+                let err = validate_listing(listing, &limits).unwrap_err();
+                assert_eq!(
+                    err,
+                    format!(
+                        "{named} nests arrays and objects deeper than 8 levels (--max-json-depth)"
+                    )
+                );
+            }
+        }
     }
 
     #[test]
@@ -611,6 +714,7 @@ mod tests {
             max_schema_bytes: 1000,
             max_page_bytes: 4096,
             max_listing_bytes: 8192,
+            max_json_depth: DEPTH,
         };
         let padded = |bytes: usize| {
             let frame = r#"{"type":"object","description":""}"#.len();

@@ -143,6 +143,11 @@ pub struct RuntimeLimits {
     /// Most bytes the files of one skill may take together. Default
     /// 16 MiB, the skills extension's limit.
     pub max_skill_bytes: u64,
+    /// Deepest nesting of arrays and objects in any JSON value a component
+    /// hands the host: what it lists (schemas, `_meta`, skills'
+    /// frontmatter) and what it answers (structured content, `_meta`,
+    /// input requests). Default 64 (see [`crate::guest_json`]).
+    pub max_json_depth: usize,
 }
 
 impl RuntimeLimits {
@@ -179,6 +184,7 @@ impl Default for RuntimeLimits {
             max_skills: 256,
             max_skill_files: 512,
             max_skill_bytes: 16 << 20,
+            max_json_depth: crate::guest_json::DEFAULT_MAX_DEPTH,
         }
     }
 }

@@ -81,8 +81,11 @@ pub(in crate::protocol) async fn run(
                 // Only a new state: a checkpoint under another name.
                 return checkpoint(keys, record, &payload);
             }
+            let max_json_depth = services.runtime.limits().max_json_depth;
+            let client = &payload.client;
             let requests =
-                match mrtr::encode_requests(target, &input.requests, &payload.client, limit) {
+                match mrtr::encode_requests(target, &input.requests, client, limit, max_json_depth)
+                {
                     Err(error) => return failed(&error),
                     Ok(Err(why)) => return completed(mrtr::failed(&call, target, why)),
                     Ok(Ok(requests)) => requests,
