@@ -10,6 +10,18 @@
 //! not bundle; either way the component is refused at load, as for any
 //! other listing that cannot be served. `format` is checked as each draft
 //! says: an annotation only in 2019-09 and 2020-12, an assertion before.
+//!
+//! # What a check costs
+//!
+//! The arguments are the client's, so the cost of checking them must not
+//! be theirs to choose. `pattern` and `patternProperties` are matched by
+//! the `regex` crate, whose time grows linearly with the text: a pattern
+//! that needs a backtracking engine (lookahead, lookbehind,
+//! backreferences) makes its schema fail to compile, and its component is
+//! refused at load. A backtracking engine's time can grow faster than the
+//! text even when its backtracks are limited, since one step of a
+//! lookahead or a backreference can scan the rest of the text: a few
+//! megabytes of arguments would hold a thread for minutes.
 
 use std::fmt::Write as _;
 
@@ -36,6 +48,10 @@ impl Default for ViolationLimits {
     }
 }
 
+/// Why a schema with a pattern the `regex` crate cannot compile is refused.
+const LINEAR_PATTERNS: &str =
+    "patterns are matched in linear time: no lookahead, lookbehind or backreferences";
+
 /// A tool's input schema, compiled.
 pub struct InputSchema {
     validator: jsonschema::Validator,
@@ -55,8 +71,14 @@ impl InputSchema {
         let schema: Value = serde_json::from_str(schema).map_err(|err| err.to_string())?;
         let validator = jsonschema::options()
             .offline()
+            .with_pattern_options(jsonschema::PatternOptions::regex())
             .build(&schema)
-            .map_err(|err| err.to_string())?;
+            .map_err(|err| match err.kind() {
+                jsonschema::error::ValidationErrorKind::Format { format } if format == "regex" => {
+                    format!("{err} ({LINEAR_PATTERNS})")
+                }
+                _ => err.to_string(),
+            })?;
         Ok(InputSchema { validator })
     }
 
@@ -312,6 +334,52 @@ mod tests {
             .check(&json!({"home": {}}), &ViolationLimits::default())
             .unwrap_err();
         assert!(report.starts_with("/home: "), "{report}");
+    }
+
+    fn with_pattern(pattern: &str) -> Result<InputSchema, String> {
+        InputSchema::compile(
+            &json!({"type": "object", "properties": {"a": {"type": "string", "pattern": pattern}}})
+                .to_string(),
+        )
+    }
+
+    #[test]
+    fn patterns_are_matched_as_ecma_262_says() {
+        let digits = with_pattern(r"^\d{2,4}$").unwrap();
+        let limits = ViolationLimits::default();
+        assert_eq!(digits.check(&json!({"a": "2024"}), &limits), Ok(()));
+        let report = digits.check(&json!({"a": "20x4"}), &limits).unwrap_err();
+        assert!(report.starts_with("/a: "), "{report}");
+        // Unanchored: anywhere in the text.
+        let tagged = with_pattern("t[0-9]+").unwrap();
+        assert_eq!(tagged.check(&json!({"a": "see t42 here"}), &limits), Ok(()));
+        assert!(tagged.check(&json!({"a": "nothing"}), &limits).is_err());
+        let keyed = compiled(json!({
+            "type": "object",
+            "patternProperties": {"^x-": {"type": "integer"}},
+            "additionalProperties": false
+        }));
+        assert_eq!(keyed.check(&json!({"x-a": 1}), &limits), Ok(()));
+        assert!(keyed.check(&json!({"y": 1}), &limits).is_err());
+    }
+
+    #[test]
+    fn patterns_that_need_backtracking_are_refused() {
+        // Each needs a backtracking engine, under which the second takes
+        // time that grows with the square of the text.
+        for pattern in [r"(\w+)\s\1", r"(?=(\w+))\1x", r"(?<=a)b", r"^(?!admin).*$"] {
+            let why = with_pattern(pattern)
+                .err()
+                .unwrap_or_else(|| panic!("{pattern}"));
+            assert!(
+                why.contains(&json!(pattern).to_string())
+                    && why.contains("no lookahead, lookbehind or backreferences"),
+                "{why}"
+            );
+        }
+        // The same refusal for a key pattern.
+        let keyed = json!({"type": "object", "patternProperties": {"(a)\\1": {}}});
+        assert!(InputSchema::compile(&keyed.to_string()).is_err());
     }
 
     #[test]
