@@ -18,7 +18,10 @@ use super::telemetry::TraceOptions;
 use super::values;
 use crate::logging::LogFormat;
 use crate::protocol::ProtocolSettings;
-use crate::registry::{self, input_schema::ViolationLimits};
+use crate::registry::{
+    self,
+    input_schema::{HeavyChecks, ViolationLimits},
+};
 use crate::runtime::RuntimeLimits;
 use crate::sealing::DEFAULT_REDEMPTION_CAPACITY;
 use crate::serve::{ServeConfig, SingleUseStore, TaskStoreChoice, Transport};
@@ -116,6 +119,12 @@ pub struct ServeOptions {
     #[arg(long, value_name = "SIZE", default_value = "1KiB", help_heading = CALLS,
           value_parser = values::size(64, 1 << 20))]
     pub max_violation_bytes: u64,
+    /// Most checks of heavy arguments (over 16 KiB) against their tool's input schema running at
+    /// once, each on a thread of its own so that the threads serving requests stay free; further
+    /// ones wait for their turn.
+    #[arg(long, value_name = "N", default_value_t = 1, help_heading = CALLS,
+          value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub max_concurrent_checks: u64,
 
     /// How long a requestState stays valid.
     #[arg(long, value_name = "DURATION", default_value = "10m", help_heading = STATE,
@@ -213,6 +222,7 @@ impl ServeOptions {
                     named: saturate(self.max_named_violations),
                     bytes: saturate(self.max_violation_bytes),
                 },
+                heavy_checks: HeavyChecks::new(saturate(self.max_concurrent_checks)),
                 ..ProtocolSettings::default()
             },
             bridge: self.legacy.bridge(),

@@ -91,6 +91,7 @@ fn the_defaults_are_the_libraries_defaults() {
     assert_eq!(config.bridge.answer_timeout, bridge.answer_timeout);
     assert_eq!(config.protocol.max_rounds, 32);
     assert_eq!(config.protocol.violations, ViolationLimits::default());
+    assert_eq!(config.protocol.heavy_checks.concurrent(), 1);
     assert_eq!(config.auth.jwt_caller_limits, CallerLimits::default());
     assert_eq!(
         config.transport,
@@ -189,6 +190,12 @@ fn max_queued_calls_reaches_the_runtime() {
             .max_queued_calls,
         0
     );
+}
+
+#[test]
+fn max_concurrent_checks_reaches_the_protocol() {
+    let config = serve(&["--max-concurrent-checks", "3"]);
+    assert_eq!(config.protocol.heavy_checks.concurrent(), 3);
 }
 
 #[test]

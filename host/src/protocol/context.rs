@@ -8,7 +8,7 @@ use tokio::sync::mpsc;
 
 use super::envelope::MirroredHeaders;
 use crate::access::Caller;
-use crate::registry::input_schema::ViolationLimits;
+use crate::registry::input_schema::{HeavyChecks, ViolationLimits};
 use crate::runtime::Runtime;
 use crate::sealing::StateSealer;
 use crate::tasks::Tasks;
@@ -44,6 +44,8 @@ pub struct ProtocolSettings {
     pub instructions: Option<String>,
     /// How much a call refused for its arguments says of the violations.
     pub violations: ViolationLimits,
+    /// Where the checks of heavy arguments run.
+    pub heavy_checks: HeavyChecks,
 }
 
 impl Default for ProtocolSettings {
@@ -55,6 +57,7 @@ impl Default for ProtocolSettings {
             page_size: 100,
             instructions: None,
             violations: ViolationLimits::default(),
+            heavy_checks: HeavyChecks::default(),
         }
     }
 }

@@ -11,7 +11,9 @@
 //! violations, so that the model can correct its call, given before
 //! anything runs (no instance is made). Every round of a multi-round call
 //! carries the same arguments and is checked again; a task's later rounds
-//! run on the arguments of the call that started it, checked then.
+//! run on the arguments of the call that started it, checked then. Heavy
+//! arguments are checked off the thread serving requests
+//! ([`HeavyChecks`](crate::registry::input_schema::HeavyChecks)).
 
 use serde_json::{Value, json};
 
@@ -104,7 +106,10 @@ impl RoundMethod for ToolCall {
             )
             .into());
         }
-        if let Err(violations) = tool.check_arguments(arguments, &settings.violations) {
+        let checked = settings.heavy_checks.run(arguments, || {
+            tool.check_arguments(arguments, &settings.violations)
+        });
+        if let Err(violations) = checked {
             tracing::debug!(tool = name, %violations, "arguments refused");
             return Err(error_result(format!(
                 "Tool '{name}' was not run: its arguments do not match its input schema: \

@@ -10,10 +10,30 @@
 //! not bundle; either way the component is refused at load, as for any
 //! other listing that cannot be served. `format` is checked as each draft
 //! says: an annotation only in 2019-09 and 2020-12, an assertion before.
+//!
+//! # What a check costs
+//!
+//! The arguments are the client's, so the cost of checking them must not
+//! be theirs to choose. `pattern` and `patternProperties` are matched by
+//! the `regex` crate, whose time grows linearly with the text: a pattern
+//! that needs a backtracking engine (lookahead, lookbehind,
+//! backreferences) makes its schema fail to compile, and its component is
+//! refused at load. A backtracking engine's time can grow faster than the
+//! text even when its backtracks are limited, since one step of a
+//! lookahead or a backreference can scan the rest of the text: a few
+//! megabytes of arguments would hold a thread for minutes. Linear is still
+//! not cheap for every schema (a pattern whose automaton keeps many states
+//! alive, `multipleOf` over many large numbers), so arguments heavier than
+//! [`INLINE_CHECK_WEIGHT`] are checked off the threads that serve
+//! requests, at most `--max-concurrent-checks` at once ([`HeavyChecks`]):
+//! a costly check delays its own call, not the calls of others.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
+use tokio::runtime::{Handle, RuntimeFlavor};
+use tokio::sync::Semaphore;
 
 use crate::runtime::events::truncate;
 
@@ -36,6 +56,10 @@ impl Default for ViolationLimits {
     }
 }
 
+/// Why a schema with a pattern the `regex` crate cannot compile is refused.
+const LINEAR_PATTERNS: &str =
+    "patterns are matched in linear time: no lookahead, lookbehind or backreferences";
+
 /// A tool's input schema, compiled.
 pub struct InputSchema {
     validator: jsonschema::Validator,
@@ -55,8 +79,14 @@ impl InputSchema {
         let schema: Value = serde_json::from_str(schema).map_err(|err| err.to_string())?;
         let validator = jsonschema::options()
             .offline()
+            .with_pattern_options(jsonschema::PatternOptions::regex())
             .build(&schema)
-            .map_err(|err| err.to_string())?;
+            .map_err(|err| match err.kind() {
+                jsonschema::error::ValidationErrorKind::Format { format } if format == "regex" => {
+                    format!("{err} ({LINEAR_PATTERNS})")
+                }
+                _ => err.to_string(),
+            })?;
         Ok(InputSchema { validator })
     }
 
@@ -94,6 +124,95 @@ impl InputSchema {
             report.push_str("; and more");
         }
         Err(truncate(report, limits.bytes))
+    }
+}
+
+/// Arguments heavier than this ([`heavier_than`]) are checked off the
+/// threads that serve requests: 16 KiB, more than most calls carry, so
+/// that they never pay for the move.
+pub const INLINE_CHECK_WEIGHT: usize = 16 << 10;
+
+/// What one value other than a string weighs, besides what it holds.
+const VALUE_WEIGHT: usize = 8;
+
+/// Whether `arguments` weigh more than `limit`: the bytes of their strings
+/// and keys, and [`VALUE_WEIGHT`] for every value. Stops as soon as they
+/// do, so a light call pays only for what it holds.
+fn heavier_than(arguments: &Value, limit: usize) -> bool {
+    fn spend(value: &Value, left: &mut usize) -> bool {
+        let weight = match value {
+            Value::String(text) => text.len(),
+            _ => VALUE_WEIGHT,
+        };
+        let Some(rest) = left.checked_sub(weight) else {
+            return true;
+        };
+        *left = rest;
+        match value {
+            Value::Array(items) => items.iter().any(|item| spend(item, left)),
+            Value::Object(members) => members.iter().any(|(key, value)| {
+                match left.checked_sub(key.len()) {
+                    Some(rest) => *left = rest,
+                    None => return true,
+                }
+                spend(value, left)
+            }),
+            _ => false,
+        }
+    }
+    let mut left = limit;
+    spend(arguments, &mut left)
+}
+
+/// Where the checks of heavy arguments run (`--max-concurrent-checks`):
+/// each on a thread of its own, not on a thread that serves requests
+/// (whose other requests move to another thread meanwhile), and at most
+/// so many at once; the others wait for their turn without holding a
+/// thread that serves requests. Light arguments are checked in place.
+#[derive(Debug, Clone)]
+pub struct HeavyChecks {
+    concurrent: usize,
+    turns: Arc<Semaphore>,
+}
+
+impl HeavyChecks {
+    /// At most `concurrent` heavy checks at once (at least one).
+    pub fn new(concurrent: usize) -> Self {
+        let concurrent = concurrent.max(1);
+        HeavyChecks {
+            concurrent,
+            turns: Arc::new(Semaphore::new(concurrent)),
+        }
+    }
+
+    /// Most heavy checks at once.
+    pub fn concurrent(&self) -> usize {
+        self.concurrent
+    }
+
+    /// Runs `check` of `arguments`: in place when they are light, or
+    /// outside Tokio's multi-threaded runtime (which `airlock serve` runs
+    /// on); otherwise on this thread, after handing its other work to
+    /// another and waiting for a turn.
+    pub fn run<T>(&self, arguments: &Value, check: impl FnOnce() -> T) -> T {
+        let runtime = Handle::try_current()
+            .ok()
+            .filter(|runtime| runtime.runtime_flavor() == RuntimeFlavor::MultiThread);
+        let Some(runtime) = runtime.filter(|_| heavier_than(arguments, INLINE_CHECK_WEIGHT)) else {
+            return check();
+        };
+        tokio::task::block_in_place(|| {
+            // Never closed, so a turn always comes.
+            let _turn = runtime.block_on(self.turns.acquire());
+            check()
+        })
+    }
+}
+
+impl Default for HeavyChecks {
+    /// One heavy check at a time.
+    fn default() -> Self {
+        HeavyChecks::new(1)
     }
 }
 
@@ -312,6 +431,119 @@ mod tests {
             .check(&json!({"home": {}}), &ViolationLimits::default())
             .unwrap_err();
         assert!(report.starts_with("/home: "), "{report}");
+    }
+
+    fn with_pattern(pattern: &str) -> Result<InputSchema, String> {
+        InputSchema::compile(
+            &json!({"type": "object", "properties": {"a": {"type": "string", "pattern": pattern}}})
+                .to_string(),
+        )
+    }
+
+    #[test]
+    fn patterns_are_matched_as_ecma_262_says() {
+        let digits = with_pattern(r"^\d{2,4}$").unwrap();
+        let limits = ViolationLimits::default();
+        assert_eq!(digits.check(&json!({"a": "2024"}), &limits), Ok(()));
+        let report = digits.check(&json!({"a": "20x4"}), &limits).unwrap_err();
+        assert!(report.starts_with("/a: "), "{report}");
+        // Unanchored: anywhere in the text.
+        let tagged = with_pattern("t[0-9]+").unwrap();
+        assert_eq!(tagged.check(&json!({"a": "see t42 here"}), &limits), Ok(()));
+        assert!(tagged.check(&json!({"a": "nothing"}), &limits).is_err());
+        let keyed = compiled(json!({
+            "type": "object",
+            "patternProperties": {"^x-": {"type": "integer"}},
+            "additionalProperties": false
+        }));
+        assert_eq!(keyed.check(&json!({"x-a": 1}), &limits), Ok(()));
+        assert!(keyed.check(&json!({"y": 1}), &limits).is_err());
+    }
+
+    #[test]
+    fn patterns_that_need_backtracking_are_refused() {
+        // Each needs a backtracking engine, under which the second takes
+        // time that grows with the square of the text.
+        for pattern in [r"(\w+)\s\1", r"(?=(\w+))\1x", r"(?<=a)b", r"^(?!admin).*$"] {
+            let why = with_pattern(pattern)
+                .err()
+                .unwrap_or_else(|| panic!("{pattern}"));
+            assert!(
+                why.contains(&json!(pattern).to_string())
+                    && why.contains("no lookahead, lookbehind or backreferences"),
+                "{why}"
+            );
+        }
+        // The same refusal for a key pattern.
+        let keyed = json!({"type": "object", "patternProperties": {"(a)\\1": {}}});
+        assert!(InputSchema::compile(&keyed.to_string()).is_err());
+    }
+
+    #[test]
+    fn weight_counts_strings_keys_and_other_values() {
+        assert!(!heavier_than(&json!({}), VALUE_WEIGHT));
+        assert!(heavier_than(&json!({}), VALUE_WEIGHT - 1));
+        // The object, then its key, then its string.
+        let text = json!({"key": "0123456789"});
+        assert!(!heavier_than(&text, VALUE_WEIGHT + 3 + 10));
+        assert!(heavier_than(&text, VALUE_WEIGHT + 3 + 9));
+        let numbers = json!([1, 2, 3]);
+        assert!(!heavier_than(&numbers, 4 * VALUE_WEIGHT));
+        assert!(heavier_than(&numbers, 4 * VALUE_WEIGHT - 1));
+        let long_key = json!({ "k".repeat(INLINE_CHECK_WEIGHT): null });
+        assert!(heavier_than(&long_key, INLINE_CHECK_WEIGHT));
+        let deep = json!([[[["x".repeat(INLINE_CHECK_WEIGHT)]]]]);
+        assert!(heavier_than(&deep, INLINE_CHECK_WEIGHT));
+        assert!(!heavier_than(
+            &json!({"room": "Blue", "minutes": 30}),
+            INLINE_CHECK_WEIGHT
+        ));
+    }
+
+    /// Heavy arguments, past [`INLINE_CHECK_WEIGHT`].
+    fn heavy() -> Value {
+        json!({"text": "x".repeat(INLINE_CHECK_WEIGHT + 1)})
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_heavy_check_leaves_the_thread_serving_requests_free() {
+        // The check waits for a task spawned on the runtime's only worker
+        // thread: it can run only if the check has handed that thread's
+        // work to another.
+        let checks = HeavyChecks::default();
+        let checked = tokio::spawn(async move {
+            checks.run(&heavy(), || {
+                let (done, ran) = std::sync::mpsc::channel();
+                tokio::spawn(async move { done.send(()) });
+                ran.recv_timeout(std::time::Duration::from_secs(30)).is_ok()
+            })
+        });
+        assert!(checked.await.unwrap(), "the spawned task never ran");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn heavy_checks_take_turns() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let checks = HeavyChecks::new(1);
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let tasks: Vec<_> = (0..4)
+            .map(|_| {
+                let (checks, running, most) = (checks.clone(), running.clone(), most.clone());
+                tokio::spawn(async move {
+                    checks.run(&heavy(), || {
+                        let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                        running.fetch_sub(1, Ordering::SeqCst);
+                    });
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        assert_eq!(most.load(Ordering::SeqCst), 1);
     }
 
     #[test]
