@@ -362,19 +362,27 @@ struct HeldConnections {
 
 impl HeldConnections {
     /// Opens `count` connections to `addr` (one in twenty with a partial
-    /// head) and keeps them open; returns once all are open.
+    /// head) and keeps them open; returns once all are open, or once the
+    /// server's listen backlog is full (then the holder keeps trying).
     fn open(addr: &str, count: usize) -> HeldConnections {
         let partial = format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: slow");
         let addr: std::net::SocketAddr = addr.parse().unwrap();
         let open = move |n: usize| {
-            let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
+            let stream = TcpStream::connect_timeout(&addr, Duration::from_millis(250)).ok()?;
             if n.is_multiple_of(20) {
                 (&stream).write_all(partial.as_bytes()).ok()?;
             }
             stream.set_nonblocking(true).ok()?;
             Some(stream)
         };
-        let mut held: Vec<Option<TcpStream>> = (0..count).map(&open).collect();
+        let mut backlog_full = false;
+        let mut held: Vec<Option<TcpStream>> = (0..count)
+            .map(|n| {
+                let stream = if backlog_full { None } else { open(n) };
+                backlog_full = stream.is_none();
+                stream
+            })
+            .collect();
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = stop.clone();
         let holder = std::thread::spawn(move || {
@@ -383,6 +391,9 @@ impl HeldConnections {
             let mut reopened = 0;
             while !stopped.load(Ordering::Relaxed) && Instant::now() < until {
                 for (n, slot) in held.iter_mut().enumerate() {
+                    if stopped.load(Ordering::Relaxed) {
+                        break;
+                    }
                     let mut buf = [0u8; 1024];
                     let closed = match slot {
                         Some(stream) => !matches!(
