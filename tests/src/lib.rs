@@ -39,8 +39,8 @@ pub use otlp::{OtlpReceiver, ReceivedSpan, SilentCollector};
 pub use prometheus::Prometheus;
 pub use redis::RedisServer;
 pub use server::{
-    Airlock, HttpServer, SAMPLE_TOOLS, SAMPLES, ToolsDir, run_airlock, run_airlock_with_env,
-    run_airlock_within,
+    Airlock, HttpServer, Run, SAMPLE_TOOLS, SAMPLES, ToolsDir, run_airlock, run_airlock_watched,
+    run_airlock_with_env, run_airlock_within,
 };
 pub use sse::{Next, SseStream, listen};
 pub use stdio::StdioServer;

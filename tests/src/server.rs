@@ -353,6 +353,29 @@ pub fn run_airlock_with_env(
     envs: &[(&str, &std::path::Path)],
     timeout: Duration,
 ) -> (ExitStatus, String, String) {
+    let run = run_airlock_watched(args, envs, timeout);
+    (run.status, run.stdout, run.stderr)
+}
+
+/// A finished run of `airlock`.
+pub struct Run {
+    /// How it exited.
+    pub status: ExitStatus,
+    /// What it printed on stdout.
+    pub stdout: String,
+    /// What it printed on stderr.
+    pub stderr: String,
+    /// The most resident memory it was seen to use (`VmHWM`, looked at
+    /// while it ran), in bytes.
+    pub peak_memory: u64,
+}
+
+/// [`run_airlock_with_env`], telling also the most memory the process used.
+pub fn run_airlock_watched(
+    args: &[&str],
+    envs: &[(&str, &std::path::Path)],
+    timeout: Duration,
+) -> Run {
     let mut child = Command::new(airlock_bin())
         .args(args)
         .envs(envs.iter().copied())
@@ -364,7 +387,11 @@ pub fn run_airlock_with_env(
     let stdout = read_all(child.stdout.take().expect("stdout is piped"));
     let stderr = read_all(child.stderr.take().expect("stderr is piped"));
     let deadline = Instant::now() + timeout;
+    let mut peak_memory = 0;
     let status = loop {
+        // The high-water mark only grows: the last look before the exit
+        // holds all but the last few milliseconds' growth.
+        peak_memory = peak_memory.max(high_water_mark(child.id()).unwrap_or(0));
         if let Some(status) = child.try_wait().expect("poll airlock") {
             break status;
         }
@@ -376,13 +403,28 @@ pub fn run_airlock_with_env(
                 stderr.join().unwrap_or_default()
             );
         }
-        thread::sleep(Duration::from_millis(20));
+        thread::sleep(Duration::from_millis(10));
     };
-    (
+    Run {
         status,
-        stdout.join().unwrap_or_default(),
-        stderr.join().unwrap_or_default(),
-    )
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+        peak_memory,
+    }
+}
+
+/// The peak resident memory of the process `pid` so far (`VmHWM`), in bytes.
+fn high_water_mark(pid: u32) -> Option<u64> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    let kib: u64 = line
+        .trim_start_matches("VmHWM:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
 }
 
 /// Reads `pipe` to its end on a thread of its own, as text.

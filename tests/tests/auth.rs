@@ -722,14 +722,48 @@ fn idle_keep_alive_connections_close_after_the_idle_timeout() {
 }
 
 #[test]
-fn connections_beyond_the_cap_wait_for_a_free_slot() {
+fn at_the_cap_the_connection_waiting_longest_without_a_request_is_closed_for_a_new_one() {
+    let server = Airlock::new(&ToolsDir::with(&["hash"]))
+        .args(["--max-connections", "2"])
+        // Silent connections are not closed by their timeout during the test.
+        .args(["--http-header-timeout", "120s"])
+        .start_http();
+    let mut first = connect(&server);
+    sleep(Duration::from_millis(100));
+    let mut second = connect(&server);
+    let mut third = connect(&server);
+    third.write_all(&discover_request(&server)).unwrap();
+    assert_eq!(read_response(&mut third), 200);
+    wait_for_close(&mut first, Duration::from_secs(10));
+    second
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut buf = [0u8; 64];
+    match second.read(&mut buf) {
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+        other => panic!("the second connection was closed too: {other:?}"),
+    }
+    server.wait_for_log("connection limit reached");
+}
+
+#[test]
+fn connections_beyond_the_cap_wait_while_every_one_has_a_request_in_progress() {
     let server = Airlock::new(&ToolsDir::with(&["hash"]))
         .args(["--max-connections", "2"])
         .start_http();
-    let first = connect(&server);
-    let _second = connect(&server);
+    // Both slots: requests whose last bytes have not come yet.
+    let request = discover_request(&server);
+    let (sent, rest) = request.split_at(request.len() - 10);
+    let mut busy: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut stream = connect(&server);
+            stream.write_all(sent).unwrap();
+            stream
+        })
+        .collect();
+    sleep(Duration::from_millis(200));
     let mut third = connect(&server);
-    third.write_all(&discover_request(&server)).unwrap();
+    third.write_all(&request).unwrap();
     third
         .set_read_timeout(Some(Duration::from_millis(800)))
         .unwrap();
@@ -738,9 +772,11 @@ fn connections_beyond_the_cap_wait_for_a_free_slot() {
         Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
         other => panic!("a third connection was served beyond --max-connections 2: {other:?}"),
     }
-    // A slot frees up: the waiting connection is served.
-    drop(first);
+    // One request ends: its connection, idle now, is closed for the third.
+    busy[0].write_all(rest).unwrap();
+    assert_eq!(read_response(&mut busy[0]), 200);
     assert_eq!(read_response(&mut third), 200);
+    wait_for_close(&mut busy[0], Duration::from_secs(10));
     server.wait_for_log("connection limit reached");
 }
 

@@ -9,6 +9,8 @@
 use std::collections::BTreeSet;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use airlock_e2e::hostile::{airlock, answer, assert_limit, call, tools_with};
@@ -290,10 +292,12 @@ fn a_trickled_head_on_the_metrics_port_is_cut_at_the_header_timeout() {
 }
 
 #[test]
-fn past_its_cap_the_metrics_port_makes_connections_wait_and_mcp_still_answers() {
+fn past_its_cap_the_metrics_port_closes_the_longest_silent_connection_and_mcp_still_answers() {
     let tools = tools_with(None);
     let server = airlock(&tools)
         .args(["--metrics-listen", "127.0.0.1:0"])
+        // Silent connections are not closed by their timeout during the test.
+        .args(["--http-header-timeout", "120s"])
         // Through its variable, which a build without the option (run with
         // AIRLOCK_E2E_BIN) ignores instead of refusing to start.
         .env("AIRLOCK_METRICS_MAX_CONNECTIONS", "2")
@@ -301,33 +305,152 @@ fn past_its_cap_the_metrics_port_makes_connections_wait_and_mcp_still_answers() 
     let url = metrics_url(&server);
     let addr = metrics_addr(&url);
     let connect = || TcpStream::connect(&addr).expect("connect to the metrics port");
-    // Two connections that send nothing (yet) take both slots.
-    let first = connect();
-    let _second = connect();
-    let mut third = connect();
-    third
+    // Two connections that send nothing take both slots, the first longest.
+    let mut first = connect();
+    std::thread::sleep(Duration::from_millis(100));
+    let mut second = connect();
+    let third = connect();
+    (&third)
         .write_all(
             format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")
                 .as_bytes(),
         )
         .unwrap();
-    third
-        .set_read_timeout(Some(Duration::from_millis(800)))
+    // The third is served: the first was closed to admit it.
+    let reply = read_raw_reply(third);
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert!(reply.text().ends_with("# EOF\n"), "{}", reply.text());
+    assert_closed(&mut first);
+    second
+        .set_read_timeout(Some(Duration::from_millis(300)))
         .unwrap();
     let mut buf = [0u8; 64];
-    match third.read(&mut buf) {
+    match second.read(&mut buf) {
         Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
-        other => panic!("a third metrics connection was served beyond a cap of 2: {other:?}"),
+        other => panic!("the second connection was closed too: {other:?}"),
     }
     // MCP clients are not shut out.
     let (_, reply) = server
         .client()
         .send("server/discover", with_meta(json!({}), no_caps()));
     assert_eq!(reply.status, 200, "{}", reply.text());
-    // A slot frees up: the waiting connection is served.
-    drop(first);
-    let reply = read_raw_reply(third);
-    assert_eq!(reply.status, 200, "{}", reply.text());
-    assert!(reply.text().ends_with("# EOF\n"), "{}", reply.text());
+    server.wait_for_log("--metrics-max-connections");
+}
+
+/// Reads `stream` until the server closes it; panics if it sends anything
+/// or is still open after a generous bound.
+#[track_caller]
+fn assert_closed(stream: &mut TcpStream) {
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut buf = [0u8; 64];
+    match stream.read(&mut buf) {
+        Ok(0) => {}
+        Err(e) if matches!(e.kind(), ErrorKind::ConnectionReset) => {}
+        other => panic!("the connection was not closed: {other:?}"),
+    }
+}
+
+/// Connections a client holds open against one port without a request:
+/// most send nothing, some a request head they never end (slowloris). Each
+/// one the server closes is opened again at once, until dropped.
+struct HeldConnections {
+    stop: Arc<AtomicBool>,
+    holder: Option<std::thread::JoinHandle<usize>>,
+}
+
+impl HeldConnections {
+    /// Opens `count` connections to `addr` (one in twenty with a partial
+    /// head) and keeps them open; returns once all are open, or once the
+    /// server's listen backlog is full (then the holder keeps trying).
+    fn open(addr: &str, count: usize) -> HeldConnections {
+        let partial = format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: slow");
+        let addr: std::net::SocketAddr = addr.parse().unwrap();
+        let open = move |n: usize| {
+            let stream = TcpStream::connect_timeout(&addr, Duration::from_millis(250)).ok()?;
+            if n.is_multiple_of(20) {
+                (&stream).write_all(partial.as_bytes()).ok()?;
+            }
+            stream.set_nonblocking(true).ok()?;
+            Some(stream)
+        };
+        let mut backlog_full = false;
+        let mut held: Vec<Option<TcpStream>> = (0..count)
+            .map(|n| {
+                let stream = if backlog_full { None } else { open(n) };
+                backlog_full = stream.is_none();
+                stream
+            })
+            .collect();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        let holder = std::thread::spawn(move || {
+            // Bounded even if never dropped.
+            let until = Instant::now() + Duration::from_secs(180);
+            let mut reopened = 0;
+            while !stopped.load(Ordering::Relaxed) && Instant::now() < until {
+                for (n, slot) in held.iter_mut().enumerate() {
+                    if stopped.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let mut buf = [0u8; 1024];
+                    let closed = match slot {
+                        Some(stream) => !matches!(
+                            stream.read(&mut buf),
+                            Err(ref e) if e.kind() == ErrorKind::WouldBlock
+                        ),
+                        None => true,
+                    };
+                    if closed {
+                        reopened += usize::from(slot.is_some());
+                        *slot = open(n);
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            reopened
+        });
+        HeldConnections {
+            stop,
+            holder: Some(holder),
+        }
+    }
+
+    /// Stops holding; returns how many connections were opened again.
+    fn release(mut self) -> usize {
+        self.stop.store(true, Ordering::Relaxed);
+        self.holder.take().unwrap().join().unwrap()
+    }
+}
+
+impl Drop for HeldConnections {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn a_scrape_gets_through_while_hundreds_of_connections_are_held_open_on_the_metrics_port() {
+    let tools = tools_with(None);
+    let server = airlock(&tools)
+        .args(["--metrics-listen", "127.0.0.1:0"])
+        // The guarantee does not rest on the timeouts: held connections are
+        // not closed by them during the test.
+        .args(["--http-header-timeout", "120s"])
+        .start_http();
+    let url = metrics_url(&server);
+    let addr = metrics_addr(&url);
+    // 800 connections against a cap of 16, reopened as they are closed.
+    let held = HeldConnections::open(&addr, 800);
+    let lines = scrape(&url);
+    assert_eq!(lines.last().map(String::as_str), Some("# EOF"));
+    let ready = Http::new(&format!("http://{addr}/readyz")).get();
+    assert_eq!(ready.status, 200, "{}", ready.text());
+    let reopened = held.release();
+    assert!(
+        reopened > 0,
+        "the server closed none of the held connections to admit the scrape"
+    );
     server.wait_for_log("--metrics-max-connections");
 }

@@ -27,7 +27,9 @@ pub struct ConnectionOptions {
     #[arg(long, value_name = "DURATION", default_value = "60s",
           value_parser = values::duration(MIN_TIMEOUT))]
     pub http_idle_timeout: Duration,
-    /// Most HTTP connections open at once; further connections wait (unaccepted) until one closes.
+    /// Most HTTP connections open at once. At the cap, a new connection closes the one that has
+    /// waited longest without a request in progress (awaiting its head, or idle); it waits
+    /// (unaccepted) only while every open connection has a request in progress.
     #[arg(long, value_name = "N", default_value_t = 1024,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_connections: u32,

@@ -15,8 +15,9 @@ pub struct MetricsOptions {
     #[arg(long, value_name = "ADDRESS")]
     pub metrics_listen: Option<SocketAddr>,
     /// Most connections open at once on the metrics listener, a cap of its own beside
-    /// --max-connections: further connections wait (unaccepted) until one closes, so scrapers and
-    /// probes can never take the descriptors MCP clients need.
+    /// --max-connections, so scrapers and probes can never take the descriptors MCP clients need.
+    /// At the cap, a new connection closes the one that has waited longest without a request in
+    /// progress, so idle connections cannot keep a scrape out.
     #[arg(long, value_name = "N", default_value_t = 16, requires = "metrics_listen",
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub metrics_max_connections: u32,

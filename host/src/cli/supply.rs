@@ -32,6 +32,12 @@ pub struct SupplyOptions {
     #[arg(long, value_name = "DURATION", default_value = "60s",
           value_parser = values::duration(Duration::from_millis(100)))]
     pub pull_timeout: Duration,
+    /// Largest manifest, referrers list, signature payload, Sigstore bundle or token answer read
+    /// from a registry. Each is read with this cap as it streams in: an answer announcing more is
+    /// refused unread, one sending more is cut there and refused.
+    #[arg(long, value_name = "SIZE", default_value = "64KiB",
+          value_parser = values::size(1 << 10, 64 << 20))]
+    pub max_registry_document_size: u64,
     /// How many times a registry request (a manifest, a layer, a referrer) that failed for a
     /// reason that passes (connection refused or reset, 429, 502, 503, 504) is tried again, after
     /// a delay doubling from 200ms (at most 5s) with a random part cut; all within --pull-timeout.
@@ -99,6 +105,7 @@ impl SupplyOptions {
                 timeout: self.pull_timeout,
                 retries: self.pull_retries,
                 max_bytes,
+                max_document_bytes: self.max_registry_document_size,
                 plain_http: self.plain_http_registries,
                 token_file: self.registry_token_file,
                 basic_auth_file: self.registry_basic_auth_file,

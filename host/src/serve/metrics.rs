@@ -5,7 +5,9 @@
 //! Its connections are accepted as the MCP listener's are
 //! ([`connections`]): the same header, body and idle timeouts, under a cap
 //! of its own (`--metrics-max-connections`), so that connections to it can
-//! never use up the descriptors MCP clients need.
+//! never use up the descriptors MCP clients need. At that cap, the
+//! connection waiting longest without a request is closed for each new one,
+//! so connections held open idle cannot keep a scrape out.
 
 use std::net::SocketAddr;
 use std::sync::Arc;

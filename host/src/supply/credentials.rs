@@ -207,6 +207,7 @@ mod tests {
             timeout: std::time::Duration::from_secs(1),
             retries: 0,
             max_bytes: 1,
+            max_document_bytes: 1,
             plain_http: Vec::new(),
             token_file: None,
             basic_auth_file: None,

@@ -7,8 +7,9 @@
 //! artifact layout: one `application/wasm` layer ([`pull`]). Every blob's
 //! digest is checked, and blobs are kept in a cache by digest ([`store`]).
 //! Each registry is sent the credentials chosen for its host
-//! ([`credentials`]), and a request that fails for a reason that passes is
-//! tried again ([`retry`]).
+//! ([`credentials`]), every body it sends is read with its cap as it streams
+//! in ([`distribution`]), and a request that fails for a reason that passes
+//! is tried again ([`retry`]).
 //! Each component is then staged as `served/sha256-<digest>/NAME.wasm` with
 //! its manifest `NAME.toml` beside it, and loaded by the registry exactly
 //! like a file of the tools directory: so the digest is in every log line,
@@ -34,6 +35,7 @@ mod certificate;
 pub mod components;
 pub mod credentials;
 mod digest;
+mod distribution;
 pub mod lock;
 mod pull;
 mod reference;
@@ -53,7 +55,6 @@ use tracing::{info, warn};
 use self::bundle::Trust;
 use self::components::{Components, Wanted};
 use self::lock::Lock;
-use self::pull::MAX_MANIFEST_BYTES;
 use self::pull::{PullError, Puller};
 use self::signature::TrustedKeys;
 use self::store::Pulled;
@@ -71,6 +72,9 @@ pub struct RegistrySettings {
     pub retries: u32,
     /// The largest component blob (`--max-component-size`).
     pub max_bytes: u64,
+    /// The largest manifest, referrers list, signature payload, Sigstore
+    /// bundle or token answer (`--max-registry-document-size`).
+    pub max_document_bytes: u64,
     /// Registries (`host[:port]`) reached over plain HTTP besides loopback
     /// ones.
     pub plain_http: Vec<String>,
@@ -160,7 +164,7 @@ async fn verify(
     let manifest = puller
         .parts()
         .0
-        .read(digest, MAX_MANIFEST_BYTES)
+        .read(digest, puller.max_document_bytes())
         .ok_or_else(|| PullError::refused("its manifest is no longer in the cache".to_owned()))?;
     let bundles = match puller.bundles(&wanted.reference, digest).await {
         Ok(bundles) => bundles,

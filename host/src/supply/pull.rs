@@ -1,23 +1,23 @@
 //! Pulling one component by reference: its manifest, which must be the Wasm
 //! OCI artifact layout (one `application/wasm` layer), then its layer, each
-//! checked against its digest and bounded in size and time.
+//! checked against its digest and bounded in size (as it streams in, see
+//! [`distribution`](super::distribution)) and time.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use futures_util::StreamExt as _;
-use oci_client::client::{ClientConfig, ClientProtocol};
-use oci_client::errors::OciDistributionError;
+use oci_client::Reference;
 use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageManifest};
 use oci_client::secrets::RegistryAuth;
-use oci_client::{Client, Reference};
+use reqwest::StatusCode;
 
 use super::RegistrySettings;
 use super::components::Components;
 use super::credentials::Credentials;
 use super::digest::{sha256_hex, sha256_of};
+use super::distribution::{ClientSettings, RegistryClient, RequestError};
 use super::retry::{Tried, with_retries};
 use super::signature::{PAYLOAD_MEDIA_TYPE, SIGNATURE_ANNOTATION, signature_tag};
 use super::store::{Pulled, Store};
@@ -26,10 +26,6 @@ use crate::units::format_size;
 /// The media type of a component's layer in the Wasm OCI artifact layout
 /// (`wkg oci push` writes it).
 pub(super) const WASM_MEDIA_TYPE: &str = "application/wasm";
-
-/// The largest manifest (or signature payload) read: a single-layer
-/// manifest is well under 4 KiB.
-pub(super) const MAX_MANIFEST_BYTES: u64 = 64 * 1024;
 
 /// Why a component was not pulled.
 #[derive(Debug)]
@@ -72,7 +68,7 @@ impl PullError {
 /// An OCI registry client with the settings of every pull.
 pub(super) struct Puller {
     /// Made at the first request (see [`Puller::client`]).
-    client: OnceLock<Result<Client, String>>,
+    client: OnceLock<Result<RegistryClient, String>>,
     /// Registries reached over plain HTTP.
     plain_http: Vec<String>,
     /// What is sent to each registry (`host[:port]`) of the components.
@@ -118,16 +114,14 @@ impl Puller {
     /// component from the cache never makes it (making it loads the
     /// system's root certificates, which takes longer than the rest of
     /// such a start).
-    pub(super) fn client(&self) -> Result<&Client, PullError> {
+    pub(super) fn client(&self) -> Result<&RegistryClient, PullError> {
         self.client
             .get_or_init(|| {
-                Client::try_from(ClientConfig {
-                    protocol: ClientProtocol::HttpsExcept(self.plain_http.clone()),
-                    connect_timeout: Some(self.settings.timeout),
-                    read_timeout: Some(self.settings.timeout),
-                    // A component is one layer: an index is refused, not resolved.
-                    platform_resolver: None,
-                    ..ClientConfig::default()
+                RegistryClient::new(ClientSettings {
+                    plain_http: self.plain_http.clone(),
+                    auths: self.auths.clone(),
+                    timeout: self.settings.timeout,
+                    max_token_bytes: self.settings.max_document_bytes,
                 })
                 .map_err(|err| format!("cannot make the registry client: {err}"))
             })
@@ -161,7 +155,11 @@ impl Puller {
         let what = "its tag could not be resolved";
         let client = self.client()?;
         let digest = self.request(what, || {
-            client.fetch_manifest_digest(reference, self.auth(reference))
+            client.manifest_digest(
+                reference,
+                OCI_IMAGE_MEDIA_TYPE,
+                self.settings.max_document_bytes,
+            )
         });
         tokio::time::timeout(timeout, digest)
             .await
@@ -182,7 +180,7 @@ impl Puller {
     }
 
     fn cached(&self, digest: &str) -> Option<Pulled> {
-        let manifest = self.store.read(digest, MAX_MANIFEST_BYTES)?;
+        let manifest = self.store.read(digest, self.settings.max_document_bytes)?;
         let layer = wasm_layer(&manifest, self.settings.max_bytes).ok()?;
         let wasm = self.store.read(&layer.digest, self.settings.max_bytes)?;
         Some(Pulled {
@@ -202,17 +200,11 @@ impl Puller {
             None => reference.clone(),
         };
         let client = self.client()?;
-        let (manifest, _) = self
+        let manifest = self
             .request("its manifest could not be pulled", || {
-                client.pull_manifest_raw(&by, self.auth(&by), &[OCI_IMAGE_MEDIA_TYPE])
+                client.manifest(&by, OCI_IMAGE_MEDIA_TYPE, self.settings.max_document_bytes)
             })
             .await?;
-        if manifest.len() as u64 > MAX_MANIFEST_BYTES {
-            return Err(PullError::refused(format!(
-                "its manifest is larger than {}",
-                format_size(MAX_MANIFEST_BYTES)
-            )));
-        }
         let digest = sha256_of(&manifest);
         if let Some(pinned) = pinned
             && digest != pinned
@@ -240,8 +232,8 @@ impl Puller {
         })
     }
 
-    /// Streams the layer, at most its listed size (itself at most
-    /// `--max-component-size`), and checks its digest.
+    /// Pulls the layer, cut at its listed size (itself at most
+    /// `--max-component-size`) as it streams in, and checks its digest.
     pub(super) async fn pull_layer(
         &self,
         reference: &Reference,
@@ -249,36 +241,26 @@ impl Puller {
     ) -> Result<Vec<u8>, PullError> {
         let limit = u64::try_from(layer.size).unwrap_or(0);
         let client = self.client()?;
-        let mut stream = self
-            .request("its layer could not be pulled", || {
-                client.pull_blob_stream(reference, layer)
-            })
-            .await?
-            .stream;
-        let mut wasm = Vec::new();
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|err| {
-                // The client checks the digest too, as the last bytes come.
-                let mismatch = err
-                    .get_ref()
-                    .is_some_and(|inner| inner.is::<oci_client::errors::DigestError>());
-                if mismatch {
-                    PullError::refused(format!(
-                        "its layer does not have the digest {} its manifest names (tampered or corrupted): {err}",
-                        layer.digest
-                    ))
-                } else {
-                    PullError::refused(format!("its layer could not be pulled: {err}"))
-                }
-            })?;
-            if (wasm.len() + chunk.len()) as u64 > limit {
-                return Err(PullError::refused(format!(
-                    "the registry sent more than the {} its manifest lists for its layer",
-                    format_size(limit)
-                )));
-            }
-            wasm.extend_from_slice(&chunk);
-        }
+        let what = "its layer could not be pulled";
+        let wasm = with_retries(self.settings.retries, what, || {
+            client.blob(reference, &layer.digest, limit)
+        })
+        .await
+        .map_err(|tried| match tried.err {
+            RequestError::TooLarge {
+                announced: Some(length),
+                ..
+            } => PullError::refused(format!(
+                "the registry announced {} for its layer, more than the {} its manifest lists",
+                format_size(length),
+                format_size(limit)
+            )),
+            RequestError::TooLarge { .. } => PullError::refused(format!(
+                "the registry sent more than the {} its manifest lists for its layer",
+                format_size(limit)
+            )),
+            _ => failure(what, tried),
+        })?;
         let actual = sha256_of(&wasm);
         if actual != layer.digest {
             return Err(PullError::refused(format!(
@@ -316,31 +298,24 @@ impl Puller {
             reference.repository().to_owned(),
             tag.clone(),
         );
-        let manifest = match self.store.read_signature(digest) {
+        let max_bytes = self.settings.max_document_bytes;
+        let manifest = match self.store.read_signature(digest, max_bytes) {
             Some(manifest) => manifest,
             None => {
                 let client = self.client()?;
-                let (manifest, _) = self
-                    .request(
-                        &format!("its signature `{tag}` could not be pulled"),
-                        || client.pull_manifest_raw(&by, self.auth(&by), &[OCI_IMAGE_MEDIA_TYPE]),
-                    )
-                    .await
-                    .map_err(|err| match err {
-                        PullError::Refused { reason, .. } => {
-                            PullError::refused(format!("it is unsigned: {reason}"))
-                        }
-                        unreachable => unreachable,
-                    })?;
-                manifest.to_vec()
+                self.request(
+                    &format!("its signature `{tag}` could not be pulled"),
+                    || client.manifest(&by, OCI_IMAGE_MEDIA_TYPE, max_bytes),
+                )
+                .await
+                .map_err(|err| match err {
+                    PullError::Refused { reason, .. } => {
+                        PullError::refused(format!("it is unsigned: {reason}"))
+                    }
+                    unreachable => unreachable,
+                })?
             }
         };
-        if manifest.len() as u64 > MAX_MANIFEST_BYTES {
-            return Err(PullError::refused(format!(
-                "its signature manifest is larger than {}",
-                format_size(MAX_MANIFEST_BYTES)
-            )));
-        }
         let parsed: OciImageManifest = serde_json::from_slice(&manifest).map_err(|err| {
             PullError::refused(format!(
                 "its signature manifest is not an OCI image manifest: {err}"
@@ -357,15 +332,15 @@ impl Puller {
                 continue;
             };
             if sha256_hex(&layer.digest).is_none()
-                || !u64::try_from(layer.size).is_ok_and(|size| size <= MAX_MANIFEST_BYTES)
+                || !u64::try_from(layer.size).is_ok_and(|size| size <= max_bytes)
             {
                 return Err(PullError::refused(format!(
-                    "its signature payload {} is not a sha256 blob of at most {}",
+                    "its signature payload {} is not a sha256 blob of at most {} (--max-registry-document-size)",
                     layer.digest,
-                    format_size(MAX_MANIFEST_BYTES)
+                    format_size(max_bytes)
                 )));
             }
-            let payload = match self.store.read(&layer.digest, MAX_MANIFEST_BYTES) {
+            let payload = match self.store.read(&layer.digest, max_bytes) {
                 Some(payload) => payload,
                 None => {
                     let payload = self.pull_layer(&by, layer).await?;
@@ -387,24 +362,22 @@ impl Puller {
         (&self.store, self.settings.timeout)
     }
 
+    /// The largest manifest, referrers list, signature payload or bundle
+    /// read (`--max-registry-document-size`).
+    pub(super) fn max_document_bytes(&self) -> u64 {
+        self.settings.max_document_bytes
+    }
+
     /// Sends `request`, tried again after failures that pass (see
     /// [`retry`](super::retry)); a failure says `what` could not be done.
     pub(super) async fn request<T, F, Fut>(&self, what: &str, request: F) -> Result<T, PullError>
     where
         F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T, OciDistributionError>>,
+        Fut: Future<Output = Result<T, RequestError>>,
     {
         with_retries(self.settings.retries, what, request)
             .await
             .map_err(|tried| failure(what, tried))
-    }
-
-    /// What is sent to the registry of `reference`.
-    pub(super) fn auth(&self, reference: &Reference) -> &RegistryAuth {
-        static ANONYMOUS: RegistryAuth = RegistryAuth::Anonymous;
-        self.auths
-            .get(reference.resolve_registry())
-            .unwrap_or(&ANONYMOUS)
     }
 
     /// Keeps `bytes`, whose digest `digest` was checked, in the cache.
@@ -455,12 +428,17 @@ fn failure(what: &str, tried: Tried) -> PullError {
         what.to_owned()
     };
     match err {
-        OciDistributionError::RequestError(err) if err.is_connect() || err.is_timeout() => {
+        RequestError::Transport(err) if err.is_connect() || err.is_timeout() => {
             PullError::Unreachable(format!("{what}: {err}"))
         }
-        OciDistributionError::UnauthorizedError { url } => PullError::refused(format!(
-            "{what}: the registry answered 401 Unauthorized at {url}: the credentials sent to it are missing or wrong"
-        )),
+        RequestError::Status { url, status, .. } if status == StatusCode::UNAUTHORIZED => {
+            PullError::refused(format!(
+                "{what}: the registry answered {status} at {url}: the credentials sent to it are missing or wrong"
+            ))
+        }
+        RequestError::TooLarge { .. } => {
+            PullError::refused(format!("{what}: {err} (--max-registry-document-size)"))
+        }
         err => PullError::refused(format!("{what}: {err}")),
     }
 }

@@ -10,9 +10,10 @@
 
 use std::time::Duration;
 
-use oci_client::errors::{OciDistributionError, OciErrorCode};
 use ring::rand::SecureRandom as _;
 use tracing::debug;
+
+use super::distribution::RequestError;
 
 /// The delay before the first retry.
 const FIRST_DELAY: Duration = Duration::from_millis(200);
@@ -23,7 +24,7 @@ const MAX_DELAY: Duration = Duration::from_secs(5);
 /// A request's last failure and how many tries it had.
 pub(super) struct Tried {
     /// The last failure.
-    pub(super) err: OciDistributionError,
+    pub(super) err: RequestError,
     /// How many times the request was sent.
     pub(super) tries: u32,
 }
@@ -38,7 +39,7 @@ pub(super) async fn with_retries<T, F, Fut>(
 ) -> Result<T, Tried>
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, OciDistributionError>>,
+    Fut: Future<Output = Result<T, RequestError>>,
 {
     let mut tries = 0;
     loop {
@@ -61,22 +62,14 @@ where
 
 /// Whether `err` may pass: the connection refused or reset, or the
 /// registry busy or its gateway failing (429, 502, 503, 504).
-fn is_transient(err: &OciDistributionError) -> bool {
-    let passing_status = |code: u16| matches!(code, 429 | 502 | 503 | 504);
+fn is_transient(err: &RequestError) -> bool {
     match err {
-        OciDistributionError::ServerError { code, .. } => passing_status(*code),
-        OciDistributionError::RegistryError { envelope, .. } => envelope
-            .errors
-            .iter()
-            .any(|error| error.code == OciErrorCode::Toomanyrequests),
-        OciDistributionError::RequestError(err) => {
-            err.is_connect()
-                || err
-                    .status()
-                    .is_some_and(|status| passing_status(status.as_u16()))
-                || connection_lost(err)
+        RequestError::Status { status, codes, .. } => {
+            matches!(status.as_u16(), 429 | 502 | 503 | 504)
+                || codes.iter().any(|code| code == "TOOMANYREQUESTS")
         }
-        _ => false,
+        RequestError::Transport(err) => err.is_connect() || connection_lost(err),
+        RequestError::TooLarge { .. } | RequestError::Invalid(_) => false,
     }
 }
 
@@ -124,12 +117,17 @@ fn backoff(tries: u32) -> Duration {
 mod tests {
     use super::*;
 
-    fn server_error(code: u16) -> OciDistributionError {
-        OciDistributionError::ServerError {
-            code,
+    fn answered(code: u16, codes: &[&str]) -> RequestError {
+        RequestError::Status {
             url: "http://registry.example/v2/".to_owned(),
+            status: reqwest::StatusCode::from_u16(code).unwrap(),
+            codes: codes.iter().map(|code| (*code).to_owned()).collect(),
             message: String::new(),
         }
+    }
+
+    fn server_error(code: u16) -> RequestError {
+        answered(code, &[])
     }
 
     #[test]
@@ -140,22 +138,14 @@ mod tests {
         for code in [400, 403, 404, 500, 501] {
             assert!(!is_transient(&server_error(code)), "{code}");
         }
-        let envelope = |code: &str| OciDistributionError::RegistryError {
-            envelope: serde_json::from_value(serde_json::json!({"errors": [{"code": code}]}))
-                .unwrap(),
+        assert!(is_transient(&answered(400, &["TOOMANYREQUESTS"])));
+        assert!(!is_transient(&answered(404, &["MANIFEST_UNKNOWN"])));
+        assert!(!is_transient(&server_error(401)));
+        assert!(!is_transient(&RequestError::TooLarge {
             url: String::new(),
-        };
-        assert!(is_transient(&envelope("TOOMANYREQUESTS")));
-        assert!(!is_transient(&envelope("MANIFEST_UNKNOWN")));
-        assert!(!is_transient(&OciDistributionError::UnauthorizedError {
-            url: String::new()
+            cap: 1,
+            announced: None,
         }));
-        assert!(!is_transient(&OciDistributionError::DigestError(
-            oci_client::errors::DigestError::VerificationError {
-                expected: "sha256:a".to_owned(),
-                actual: "sha256:b".to_owned(),
-            }
-        )));
     }
 
     #[test]

@@ -104,10 +104,15 @@ impl Store {
         write_atomically(&self.root().join(relative), bytes)
     }
 
-    /// The signature manifest of the manifest `digest`, if kept. It needs
-    /// no digest of its own: what it holds is checked by its signatures.
-    pub(super) fn read_signature(&self, digest: &str) -> Option<Vec<u8>> {
-        std::fs::read(self.find(&signature_relative(digest)?)?).ok()
+    /// The signature manifest of the manifest `digest`, if kept and at most
+    /// `limit` bytes. It needs no digest of its own: what it holds is
+    /// checked by its signatures.
+    pub(super) fn read_signature(&self, digest: &str, limit: u64) -> Option<Vec<u8>> {
+        let path = self.find(&signature_relative(digest)?)?;
+        if std::fs::metadata(&path).ok()?.len() > limit {
+            return None;
+        }
+        std::fs::read(path).ok()
     }
 
     /// Keeps the signature manifest of the manifest `digest`.

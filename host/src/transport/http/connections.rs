@@ -21,17 +21,23 @@
 //! - **idle** (keep-alive, no request in progress): closed after the idle
 //!   timeout.
 //!
-//! Beyond the connection cap, new connections are not accepted: they wait in
-//! the listen backlog until an open connection closes.
+//! At the connection cap, a new connection is admitted by closing the open
+//! one that has waited longest without a request in progress (awaiting a
+//! head or idle; see [`OpenConnections::reclaim_one`]): connections that
+//! send nothing, or trickle a head, cannot keep a client with a request out,
+//! however many a peer holds open. Only when every open connection has a
+//! request in progress does a new one wait, in the listen backlog, until one
+//! closes.
 
 use std::any::Any;
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -45,7 +51,7 @@ use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
 use tokio::time::Instant;
 
 use super::self_wake::PollAgainOnSelfWake;
@@ -136,14 +142,20 @@ pub async fn serve_with(
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
     let permits = Arc::new(Semaphore::new(limits.max_connections as usize));
+    let open = Arc::new(OpenConnections::default());
     let (stop, stopped) = watch::channel(false);
     let mut builder = http1::Builder::new();
     // No hyper timer: the timeouts are ours (see the module docs).
     builder.keep_alive(true).header_read_timeout(None);
     let serve_connection = |stream: TcpStream, permit: OwnedSemaphorePermit| {
+        let activity = Arc::new(Activity::new(limits, open.clone()));
+        let slot = Slot {
+            _permit: permit,
+            _listed: open.add(&activity),
+        };
         let service = TrackedService {
             inner: TowerToHyperService::new(router.clone()),
-            activity: Arc::new(Activity::new(limits)),
+            activity,
             draining: draining.clone(),
         };
         tokio::spawn(connection(
@@ -151,29 +163,14 @@ pub async fn serve_with(
             builder.clone(),
             service,
             stopped.clone(),
-            permit,
+            slot,
         ));
     };
     let mut last_full_warning: Option<Instant> = None;
+    // A connection accepted at the cap, not yet served when the shutdown came.
+    let mut unserved = None;
     tokio::pin!(shutdown);
-    loop {
-        let permit = tokio::select! {
-            biased;
-            () = &mut shutdown => break,
-            permit = permits.clone().acquire_owned() => match permit {
-                Ok(permit) => permit,
-                Err(_) => break,
-            },
-        };
-        if permits.available_permits() == 0
-            && last_full_warning.is_none_or(|at| at.elapsed() >= FULL_WARNING_EVERY)
-        {
-            last_full_warning = Some(Instant::now());
-            tracing::warn!(
-                max = limits.max_connections,
-                "HTTP connection limit reached: new connections wait until one closes ({cap_option})"
-            );
-        }
+    'accepting: loop {
         let stream = tokio::select! {
             biased;
             () = &mut shutdown => break,
@@ -187,12 +184,39 @@ pub async fn serve_with(
                 }
             },
         };
+        let permit = loop {
+            if let Ok(permit) = permits.clone().try_acquire_owned() {
+                break permit;
+            }
+            if last_full_warning.is_none_or(|at| at.elapsed() >= FULL_WARNING_EVERY) {
+                last_full_warning = Some(Instant::now());
+                tracing::warn!(
+                    max = limits.max_connections,
+                    "HTTP connection limit reached: each new connection closes the one waiting longest without a request, or waits while every one has a request in progress ({cap_option})"
+                );
+            }
+            let reclaimed = open.reclaim_one();
+            tokio::select! {
+                biased;
+                () = &mut shutdown => {
+                    unserved = Some(stream);
+                    break 'accepting;
+                }
+                permit = permits.clone().acquire_owned() => match permit {
+                    Ok(permit) => break permit,
+                    Err(_) => break 'accepting,
+                },
+                // A request ended: its connection may be reclaimed now.
+                () = open.request_ended.notified(), if !reclaimed => {}
+            }
+        };
+        open.waiting.store(false, Ordering::Relaxed);
         serve_connection(stream, permit);
     }
     // Closing the listener resets the connections the kernel has already
     // established in its backlog, whose clients may have sent a request
     // (a proxy would then fail it): take them first, as far as the cap allows.
-    for (stream, permit) in queued_connections(listener, &permits) {
+    for (stream, permit) in queued_connections(listener, unserved, &permits) {
         serve_connection(stream, permit);
     }
     let open = limits.max_connections as usize - permits.available_permits();
@@ -216,13 +240,21 @@ pub async fn serve_with(
     Ok(())
 }
 
-/// Accepts, without waiting, every connection already waiting in
-/// `listener`'s backlog for which a permit is free; then closes the listener.
+/// `unserved` (accepted, not yet served), then every connection already
+/// waiting in `listener`'s backlog, taken without waiting, as far as a
+/// permit is free for each; then closes the listener.
 fn queued_connections(
     listener: TcpListener,
+    unserved: Option<TcpStream>,
     permits: &Arc<Semaphore>,
 ) -> Vec<(TcpStream, OwnedSemaphorePermit)> {
     let mut queued = Vec::new();
+    if let Some(stream) = unserved {
+        match permits.clone().try_acquire_owned() {
+            Ok(permit) => queued.push((stream, permit)),
+            Err(_) => return queued,
+        }
+    }
     // The std listener accepts without asking the runtime for readiness,
     // which it may not have seen yet.
     let Ok(listener) = listener.into_std() else {
@@ -258,7 +290,7 @@ async fn connection(
     builder: http1::Builder,
     service: TrackedService,
     mut stop: watch::Receiver<bool>,
-    _permit: OwnedSemaphorePermit,
+    _slot: Slot,
 ) {
     // Replies and SSE events are written whole; Nagle's algorithm would only
     // hold them back waiting for ACKs.
@@ -312,6 +344,76 @@ async fn connection(
     }
 }
 
+/// What a served connection holds until it closes: its place under the cap,
+/// and its entry among the listener's open connections.
+struct Slot {
+    _permit: OwnedSemaphorePermit,
+    _listed: Listed,
+}
+
+/// The open connections of one listener, each with its [`Activity`], so
+/// that one may be closed to admit a new one at the cap.
+#[derive(Default)]
+struct OpenConnections {
+    next_id: AtomicU64,
+    by_id: Mutex<HashMap<u64, Weak<Activity>>>,
+    /// Set while a new connection waits at the cap for one to be reclaimed.
+    waiting: AtomicBool,
+    /// Told, while [`OpenConnections::waiting`], that a request ended.
+    request_ended: Notify,
+}
+
+impl OpenConnections {
+    fn by_id(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Weak<Activity>>> {
+        self.by_id
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Lists `activity` until the returned entry is dropped.
+    fn add(self: &Arc<Self>, activity: &Arc<Activity>) -> Listed {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.by_id().insert(id, Arc::downgrade(activity));
+        Listed {
+            open: self.clone(),
+            id,
+        }
+    }
+
+    /// Closes the connection that has waited longest without a request in
+    /// progress (for its head, or idle), and says whether there was one.
+    /// The longest waiting goes first: a connection just accepted has had
+    /// the least time to send its request. Until a connection is admitted
+    /// (see [`OpenConnections::waiting`]), the end of any request is told
+    /// through [`OpenConnections::request_ended`].
+    fn reclaim_one(&self) -> bool {
+        self.waiting.store(true, Ordering::Relaxed);
+        let mut candidates: Vec<(Instant, Arc<Activity>)> = self
+            .by_id()
+            .values()
+            .filter_map(Weak::upgrade)
+            .filter_map(|activity| Some((activity.waiting_since()?, activity)))
+            .collect();
+        candidates.sort_unstable_by_key(|(since, _)| *since);
+        // One may have begun a request since it was looked at: then the next.
+        candidates
+            .into_iter()
+            .any(|(_, activity)| activity.reclaim())
+    }
+}
+
+/// A connection's entry in [`OpenConnections`], removed when dropped.
+struct Listed {
+    open: Arc<OpenConnections>,
+    id: u64,
+}
+
+impl Drop for Listed {
+    fn drop(&mut self) {
+        self.open.by_id().remove(&self.id);
+    }
+}
+
 /// Completes at `at`, or never when there is no instant.
 async fn sleep_until_some(at: Option<Instant>) {
     match at {
@@ -329,6 +431,9 @@ enum Phase {
     Busy(usize),
     /// Nothing in progress since this instant.
     Idle(Instant),
+    /// Closed to admit a new connection at the cap (see
+    /// [`OpenConnections::reclaim_one`]) at this instant; it stays so.
+    Reclaimed(Instant),
 }
 
 /// The timeout state machine of one connection (see the module docs).
@@ -339,20 +444,26 @@ enum Phase {
 /// every deadline (see there).
 struct Activity {
     limits: ConnectionLimits,
+    /// The listener's open connections, told when a request ends.
+    open: Arc<OpenConnections>,
     phase: Mutex<Phase>,
     /// Mirrors `phase == Idle` so reads skip the lock in the common case.
     idle: AtomicBool,
     /// Whether any byte has arrived on the connection.
     received: AtomicBool,
+    /// Wakes the watchdog when the connection is reclaimed.
+    reclaimed: Notify,
 }
 
 impl Activity {
-    fn new(limits: ConnectionLimits) -> Self {
+    fn new(limits: ConnectionLimits, open: Arc<OpenConnections>) -> Self {
         Self {
             limits,
+            open,
             phase: Mutex::new(Phase::Head(Instant::now())),
             idle: AtomicBool::new(false),
             received: AtomicBool::new(false),
+            reclaimed: Notify::new(),
         }
     }
 
@@ -387,6 +498,7 @@ impl Activity {
         *phase = match *phase {
             Phase::Busy(n) => Phase::Busy(n + 1),
             Phase::Head(_) | Phase::Idle(_) => Phase::Busy(1),
+            Phase::Reclaimed(at) => Phase::Reclaimed(at),
         };
         self.idle.store(false, Ordering::Relaxed);
         RequestGuard(self.clone())
@@ -396,11 +508,19 @@ impl Activity {
         let mut phase = self.phase();
         *phase = match *phase {
             Phase::Busy(n) if n > 1 => Phase::Busy(n - 1),
+            Phase::Reclaimed(at) => Phase::Reclaimed(at),
             _ => {
                 self.idle.store(true, Ordering::Relaxed);
                 Phase::Idle(Instant::now())
             }
         };
+        let now_waiting = matches!(*phase, Phase::Idle(_));
+        drop(phase);
+        // Read after the phase changed: an accept loop waiting at the cap
+        // that saw this connection busy had set the flag before it looked.
+        if now_waiting && self.open.waiting.load(Ordering::Relaxed) {
+            self.open.request_ended.notify_one();
+        }
     }
 
     /// When the current phase times out, and why.
@@ -412,10 +532,37 @@ impl Activity {
             )),
             Phase::Idle(since) => Some((since + self.limits.idle_timeout, "idle timeout")),
             Phase::Busy(_) => None,
+            Phase::Reclaimed(at) => {
+                Some((at, "closed to admit a new connection at the connection cap"))
+            }
         }
     }
 
-    /// Completes when the connection has timed out, with the reason.
+    /// Since when the connection has waited for a request (for its head, or
+    /// idle); `None` while one is in progress.
+    fn waiting_since(&self) -> Option<Instant> {
+        match *self.phase() {
+            Phase::Head(since) | Phase::Idle(since) => Some(since),
+            Phase::Busy(_) | Phase::Reclaimed(_) => None,
+        }
+    }
+
+    /// Closes the connection unless a request is in progress on it; whether
+    /// it did.
+    fn reclaim(&self) -> bool {
+        let mut phase = self.phase();
+        if !matches!(*phase, Phase::Head(_) | Phase::Idle(_)) {
+            return false;
+        }
+        *phase = Phase::Reclaimed(Instant::now());
+        self.idle.store(false, Ordering::Relaxed);
+        drop(phase);
+        self.reclaimed.notify_one();
+        true
+    }
+
+    /// Completes when the connection has timed out or was reclaimed, with
+    /// the reason.
     ///
     /// It wakes at the current phase's deadline, or sooner: never more than
     /// the shorter of the two timeouts ahead. A phase that begins later sets
@@ -430,7 +577,10 @@ impl Activity {
                 Some((at, _)) => at.min(now + step),
                 None => now + step,
             };
-            tokio::time::sleep_until(wake).await;
+            tokio::select! {
+                () = tokio::time::sleep_until(wake) => {}
+                () = self.reclaimed.notified() => {}
+            }
         }
     }
 }
@@ -682,14 +832,18 @@ mod tests {
     /// deadline and not much later.
     const SLACK: Duration = Duration::from_secs(5);
 
-    fn activity() -> Arc<Activity> {
-        Arc::new(Activity::new(ConnectionLimits {
+    fn limits() -> ConnectionLimits {
+        ConnectionLimits {
             header_timeout: HEADER,
             body_timeout: IDLE,
             idle_timeout: IDLE,
             max_connections: 4,
             ..ConnectionLimits::default()
-        }))
+        }
+    }
+
+    fn activity() -> Arc<Activity> {
+        Arc::new(Activity::new(limits(), Arc::default()))
     }
 
     fn watchdog(activity: &Arc<Activity>) -> tokio::task::JoinHandle<&'static str> {
@@ -834,5 +988,57 @@ mod tests {
             activity.deadline().map(|(_, why)| why),
             Some("idle timeout")
         );
+    }
+
+    #[tokio::test]
+    async fn at_the_cap_the_longest_waiting_connection_is_reclaimed_never_a_busy_one() {
+        let open = Arc::new(OpenConnections::default());
+        // No connection times out during the test.
+        let limits = ConnectionLimits {
+            header_timeout: Duration::from_secs(600),
+            idle_timeout: Duration::from_secs(600),
+            ..limits()
+        };
+        let connect = || {
+            let activity = Arc::new(Activity::new(limits, open.clone()));
+            let listed = open.add(&activity);
+            (activity, listed)
+        };
+        // Opened in this order: busy (the oldest), awaiting its head, idle.
+        let (busy, _busy) = connect();
+        let request = busy.begin();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let (silent, _silent) = connect();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let (idle, _idle) = connect();
+        drop(idle.begin());
+        let closes = |activity: &Arc<Activity>| watchdog(activity);
+        let (silent_closes, idle_closes) = (closes(&silent), closes(&idle));
+        const RECLAIMED: &str = "closed to admit a new connection at the connection cap";
+
+        assert!(open.reclaim_one());
+        assert_eq!(silent_closes.await.unwrap(), RECLAIMED);
+        assert!(!idle_closes.is_finished(), "more than one was reclaimed");
+        assert!(open.reclaim_one());
+        assert_eq!(idle_closes.await.unwrap(), RECLAIMED);
+        assert!(!open.reclaim_one(), "a busy connection was reclaimed");
+        assert!(busy.deadline().is_none());
+
+        // A request ending while a new connection waits is told, and its
+        // connection can then be reclaimed.
+        drop(request);
+        tokio::time::timeout(SLACK, open.request_ended.notified())
+            .await
+            .expect("the end of a request is told to the waiting accept loop");
+        assert!(open.reclaim_one());
+    }
+
+    #[tokio::test]
+    async fn a_listed_connection_is_forgotten_when_it_closes() {
+        let open = Arc::new(OpenConnections::default());
+        let activity = Arc::new(Activity::new(limits(), open.clone()));
+        drop(open.add(&activity));
+        assert!(open.by_id().is_empty());
+        assert!(!open.reclaim_one());
     }
 }
