@@ -663,7 +663,7 @@ fn over_quota(refused: Refused) -> RpcError {
 /// `request` answered with `answer`, as metrics count it: labelled only
 /// with what Airlock serves (a known method, a tool or prompt that
 /// `loaded` says is loaded, a supported version, an error code of
-/// Airlock's), never with what a client made up.
+/// Airlock's, the answer's own outcome), never with what a client made up.
 fn operation<'r>(
     request: &'r Request,
     answer: &Answer,
@@ -696,6 +696,7 @@ fn operation<'r>(
             .iter()
             .copied()
             .find(|v| Some(*v) == version),
+        outcome: answer.outcome().label(),
     }
 }
 
@@ -725,6 +726,7 @@ fn unknown_method(method: &str) -> RpcError {
 
 #[cfg(test)]
 mod tests {
+    use super::super::outcome::Outcome;
     use super::*;
 
     #[test]
@@ -776,6 +778,7 @@ mod tests {
                 prompt: None,
                 error: None,
                 version: Some("2026-07-28"),
+                outcome: "ok",
             }
         );
     }
@@ -786,11 +789,12 @@ mod tests {
             "tools/call",
             json!({"name": "no-such-tool", "_meta": {"io.modelcontextprotocol/protocolVersion": "1999-01-01"}}),
         );
-        let unknown = Answer::Error(RpcError::invalid_params("Unknown tool: no-such-tool"));
+        let unknown = Answer::Error(super::super::access::unknown_tool("no-such-tool"));
         let counted = operation(&call, &unknown, loaded);
         assert_eq!(counted.tool, None);
         assert_eq!(counted.error, Some(ErrorType::Code(-32602)));
         assert_eq!(counted.version, None);
+        assert_eq!(counted.outcome, "unknown");
 
         let odd = request("x/made-up", json!({"name": "sha256"}));
         let own_code = Answer::Error(RpcError::new(12345, "a code of a component's own"));
@@ -798,6 +802,10 @@ mod tests {
         assert_eq!(counted.method, None);
         assert_eq!(counted.tool, None, "only tools/call names a tool");
         assert_eq!(counted.error, Some(ErrorType::Other));
+        assert_eq!(
+            counted.outcome, "failed",
+            "only a component has codes of its own"
+        );
     }
 
     #[test]
@@ -818,12 +826,13 @@ mod tests {
         let call = request("tools/call", json!({"name": "sha256"}));
         let failed = Answer::Complete(
             super::super::answer::Complete::new(r#"{"content":[],"isError":true}"#.to_owned())
-                .tool_error(true),
+                .with_outcome(Outcome::Failed),
         );
         assert_eq!(
             operation(&call, &failed, loaded).error,
             Some(ErrorType::Tool)
         );
+        assert_eq!(operation(&call, &failed, loaded).outcome, "failed");
         assert!(matches!(
             traced_outcome(&failed),
             telemetry::Outcome::ToolError
@@ -832,6 +841,53 @@ mod tests {
         assert_eq!(
             operation(&call, &says_so_in_its_content, loaded).error,
             None
+        );
+    }
+
+    #[test]
+    fn refusals_are_outcomes_of_their_own_not_the_tools_failure() {
+        let call = request("tools/call", json!({"name": "sha256"}));
+        let outcome = |answer: Answer| operation(&call, &answer, loaded).outcome;
+        // Arguments refused before the tool ran: `isError` on the wire (the
+        // conventions' `tool_error`), but no failure of the tool.
+        let refused_arguments = Answer::Complete(
+            super::super::answer::Complete::new(r#"{"content":[],"isError":true}"#.to_owned())
+                .with_outcome(Outcome::Invalid),
+        );
+        assert_eq!(
+            operation(&call, &refused_arguments, loaded).error,
+            Some(ErrorType::Tool)
+        );
+        assert_eq!(outcome(refused_arguments), "invalid");
+        // Refused by a rule: whether the caller may see the tool (-31403)
+        // or not (answered as if it did not exist), a refusal by rule.
+        let refused = |decision| {
+            super::super::access::refused(
+                &AccessSettings::default(),
+                &Caller::stdio(),
+                Kind::Tool,
+                "sha256",
+                decision,
+                || super::super::access::unknown_tool("sha256"),
+            )
+        };
+        let hidden = refused(crate::access::Decision::Hidden);
+        assert_eq!(hidden.code, jsonrpc::codes::INVALID_PARAMS, "{hidden:?}");
+        assert_eq!(outcome(Answer::Error(hidden)), "denied");
+        let forbidden = refused(crate::access::Decision::See { step_up: None });
+        assert_eq!(
+            forbidden.code,
+            jsonrpc::codes::ACCESS_DENIED,
+            "{forbidden:?}"
+        );
+        assert_eq!(outcome(Answer::Error(forbidden)), "denied");
+        assert_eq!(
+            outcome(Answer::Error(RpcError::quota_exceeded("over"))),
+            "over_quota"
+        );
+        assert_eq!(
+            outcome(Answer::Error(RpcError::unavailable("busy"))),
+            "unavailable"
         );
     }
 }

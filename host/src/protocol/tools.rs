@@ -21,6 +21,7 @@ use super::context::{ProtocolSettings, Services};
 use super::envelope::{self, MirroredHeaders, RequestMeta, TASKS_EXTENSION};
 use super::jsonrpc::{Request, RpcError};
 use super::mrtr::{RoundMethod, Settled, Target};
+use super::outcome::Outcome;
 use super::param_headers;
 use super::wire;
 use crate::registry::ToolEntry;
@@ -44,7 +45,7 @@ fn guest_error(error: &wit::ProtocolError, limit: usize) -> Result<RpcError, Str
     if error.message.len() > limit {
         return Err(CallError::OutputTooLarge { limit }.to_string());
     }
-    Ok(RpcError::new(error.code, error.message.clone()))
+    Ok(RpcError::new(error.code, error.message.clone()).with_outcome(Outcome::Failed))
 }
 
 /// What a call without arguments is bound to: no members.
@@ -106,10 +107,13 @@ impl RoundMethod for ToolCall {
         }
         if let Err(violations) = tool.check_arguments(arguments, &settings.violations) {
             tracing::debug!(tool = name, %violations, "arguments refused");
-            return Err(error_result(format!(
-                "Tool '{name}' was not run: its arguments do not match its input schema: \
-                 {violations}"
-            )));
+            return Err(error_result(
+                format!(
+                    "Tool '{name}' was not run: its arguments do not match its input schema: \
+                     {violations}"
+                ),
+                Outcome::Invalid,
+            ));
         }
         Ok(ToolCall::of(entry.clone()))
     }
@@ -150,7 +154,10 @@ impl RoundMethod for ToolCall {
     ) -> Settled {
         match outcome {
             wit::CallOutcome::Complete(result) => match wire::call_result(&result) {
-                Ok(encoded) => Settled::encode(&encoded, limit).tool_error(result.is_error),
+                Ok(encoded) if result.is_error => {
+                    Settled::encode(&encoded, limit).with_outcome(Outcome::Failed)
+                }
+                Ok(encoded) => Settled::encode(&encoded, limit),
                 Err(error) => {
                     Settled::Failed(format!("it returned an invalid outcome: {}", error.0))
                 }
@@ -173,13 +180,18 @@ impl RoundMethod for ToolCall {
     }
 
     fn failure(&self, target: Target<'_>, why: String) -> Answer {
-        error_result(format!("Tool '{}' failed: {why}", target.name))
+        error_result(
+            format!("Tool '{}' failed: {why}", target.name),
+            Outcome::Failed,
+        )
     }
 }
 
-/// A complete `isError` result whose one text block is `text`: what the
-/// model reads of a tool that failed, or of a call it must correct.
-fn error_result(text: String) -> Answer {
+/// A complete `isError` result whose one text block is `text`, ending its
+/// request with `outcome`: what the model reads of a tool that failed
+/// ([`Outcome::Failed`]), or of a call it must correct
+/// ([`Outcome::Invalid`]).
+fn error_result(text: String, outcome: Outcome) -> Answer {
     let result = wit::CallResult {
         content: vec![wit::ContentBlock::Text(wit::TextContent {
             text,
@@ -189,7 +201,7 @@ fn error_result(text: String) -> Answer {
         is_error: true,
     };
     match wire::call_result(&result).map(|result| serde_json::to_string(&result)) {
-        Ok(Ok(members)) => Answer::Complete(Complete::new(members).tool_error(true)),
+        Ok(Ok(members)) => Answer::Complete(Complete::new(members).with_outcome(outcome)),
         _ => Answer::Error(RpcError::internal("cannot encode a failure result")),
     }
 }
