@@ -149,6 +149,7 @@ impl ToolsDir {
 pub struct Airlock {
     tools: Option<ToolsDir>,
     tools_path: Option<PathBuf>,
+    working_dir: Option<PathBuf>,
     args: Vec<OsString>,
     envs: Vec<(OsString, OsString)>,
     cache: bool,
@@ -162,6 +163,7 @@ impl Airlock {
         Self {
             tools: Some(tools.clone()),
             tools_path: Some(tools.path().to_path_buf()),
+            working_dir: None,
             args: Vec::new(),
             envs: Vec::new(),
             cache: false,
@@ -176,6 +178,24 @@ impl Airlock {
         Self {
             tools: None,
             tools_path: Some(path.into()),
+            working_dir: None,
+            args: Vec::new(),
+            envs: Vec::new(),
+            cache: false,
+            listen: None,
+            start_timeout: START_TIMEOUT,
+        }
+    }
+
+    /// `airlock serve` without `--tools`, run in an empty working directory
+    /// of its own (kept while the server runs), where the default `tools`
+    /// does not exist.
+    pub fn without_tools() -> Self {
+        let empty = ToolsDir::new();
+        Self {
+            working_dir: Some(empty.path().to_path_buf()),
+            tools: Some(empty),
+            tools_path: None,
             args: Vec::new(),
             envs: Vec::new(),
             cache: false,
@@ -231,6 +251,9 @@ impl Airlock {
 
     fn command(&self, stdio: bool) -> Command {
         let mut cmd = Command::new(airlock_bin());
+        if let Some(dir) = &self.working_dir {
+            cmd.current_dir(dir);
+        }
         cmd.arg("serve");
         if let Some(path) = &self.tools_path {
             cmd.arg("--tools").arg(path);

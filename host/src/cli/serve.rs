@@ -36,9 +36,10 @@ pub struct ServeOptions {
     /// or `allowed-host = ["a", "b"]`; options and environment variables override it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Directory of tool components (`*.wasm`).
-    #[arg(long, value_name = "DIR", default_value = "tools")]
-    pub tools: PathBuf,
+    /// Directory of tool components (`*.wasm`); one named here must exist [default: tools; with
+    /// --components, only if it exists].
+    #[arg(long, value_name = "DIR")]
+    pub tools: Option<PathBuf>,
     /// Address to serve Streamable HTTP on; the endpoint is `/mcp`. Port 0 picks a free port.
     #[arg(long, value_name = "ADDRESS", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
@@ -191,8 +192,9 @@ impl ServeOptions {
             max_queued_calls: saturate(self.max_queued_calls),
             ..RuntimeLimits::default()
         };
+        let pulls = self.supply.components.is_some();
         ServeConfig {
-            tools: self.tools,
+            tools: tools_dir(self.tools, pulls),
             supply: self.supply.settings(self.sandbox.max_component_size),
             check: self.check,
             worker_threads: self.worker_threads.map(usize::from),
@@ -237,6 +239,19 @@ impl ServeOptions {
             audit: self.audit.settings(),
         }
     }
+}
+
+/// The tools directory when none is given.
+const DEFAULT_TOOLS_DIR: &str = "tools";
+
+/// The tools directory: the one `given`, else [`DEFAULT_TOOLS_DIR`], except
+/// when that does not exist and the components are pulled (`pulls`): then
+/// none, and only the pulled components are served.
+fn tools_dir(given: Option<PathBuf>, pulls: bool) -> Option<PathBuf> {
+    given.or_else(|| {
+        let default = PathBuf::from(DEFAULT_TOOLS_DIR);
+        (!pulls || default.exists()).then_some(default)
+    })
 }
 
 /// A `redis://` or `rediss://` URL.

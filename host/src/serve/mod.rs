@@ -48,8 +48,9 @@ pub enum Transport {
 /// Everything `airlock serve` needs, checked and with defaults applied.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
-    /// Directory of tool components (`*.wasm`).
-    pub tools: PathBuf,
+    /// Directory of tool components (`*.wasm`); `None`: none, only the
+    /// components of `supply` are served.
+    pub tools: Option<PathBuf>,
     /// Components pulled by OCI reference, served beside the directory's.
     pub supply: Option<crate::supply::SupplySettings>,
     /// Only check: load everything, report, and return instead of serving
@@ -204,7 +205,10 @@ impl SingleUseStore {
 /// the compile cache (not writable), and every file of keys, tokens or
 /// secrets, and the audit trail (not readable).
 fn protected_paths(config: &ServeConfig) -> ProtectedPaths {
-    let mut protected = ProtectedPaths::default().no_write(&config.tools);
+    let mut protected = ProtectedPaths::default();
+    if let Some(tools) = &config.tools {
+        protected = protected.no_write(tools);
+    }
     if let Some(supply) = &config.supply {
         protected = protected.no_write(&supply.cache_dir);
     }
@@ -221,6 +225,16 @@ fn protected_paths(config: &ServeConfig) -> ProtectedPaths {
         .chain(config.audit.iter().flat_map(|audit| &audit.key_file))
         .chain(config.audit.iter().filter_map(|audit| audit.writer.file()));
     secret_files.fold(protected, |protected, file| protected.no_access(file))
+}
+
+/// Where the components come from, for messages: the tools directory, or
+/// the components file when there is none.
+fn components_origin(config: &ServeConfig) -> &Path {
+    match (&config.tools, &config.supply) {
+        (Some(dir), _) => dir,
+        (None, Some(supply)) => &supply.components,
+        (None, None) => Path::new(""),
+    }
 }
 
 /// Descriptors kept for Airlock itself (connections, the tools directory,
@@ -342,7 +356,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     };
     if config.check {
         let registry = Registry::load(&runtime, &sources, config.cache_dir.as_deref()).await?;
-        return check::report(&registry, &config.tools);
+        return check::report(&registry, components_origin(&config));
     }
     // A wrong --tools stops the start here; the components load after the
     // server listens (see `live::spawn_loading`).
@@ -390,7 +404,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     };
     let _stop_tasks = AbortOnDrop(tokio::spawn(runner).abort_handle());
     tracing::info!(
-        dir = %config.tools.display(),
+        dir = %sources,
         "loading components; serving what has loaded so far until done"
     );
     let loading = live::spawn_loading(
