@@ -716,6 +716,16 @@ impl HttpServer {
         reply.text()
     }
 
+    /// Waits up to `timeout` until the server has loaded its components
+    /// (it listens before: see [`Airlock::start_http_loading`]); panics if
+    /// it exits or does not finish in time.
+    pub fn wait_until_loaded(&mut self, timeout: Duration) {
+        let loaded = self
+            .proc
+            .wait_for_load("listening on", Instant::now() + timeout);
+        assert!(loaded, "airlock exited while loading:\n{}", self.stderr());
+    }
+
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         self.proc.try_wait().is_none()

@@ -71,6 +71,12 @@ pub struct ServeOptions {
     #[arg(long, value_name = "DURATION", default_value = "1s",
           value_parser = values::duration(Duration::ZERO))]
     pub relist_interval: Duration,
+    /// How long a request that needs the components (a list, a call, a read…) waits for their
+    /// first load after the start; past it, it is refused with a retryable error (HTTP 503,
+    /// Retry-After). Discovery and the health probes answer at once.
+    #[arg(long, value_name = "DURATION", default_value = "30s",
+          value_parser = values::duration(Duration::ZERO))]
+    pub load_wait: Duration,
 
     /// Threads that serve requests and run guests [default: one per CPU this process may use].
     /// Fewer leave cores to other processes on the machine; where those are busy (the clients,
@@ -202,6 +208,7 @@ impl ServeOptions {
             cache_dir,
             reload_every: (!self.reload_interval.is_zero()).then_some(self.reload_interval),
             relist_every: self.relist_interval,
+            load_wait: self.load_wait,
             sandbox: self.sandbox.settings(limits),
             protocol: ProtocolSettings {
                 max_rounds: self.max_rounds,

@@ -7,6 +7,7 @@
 //! the catalog it started with until it ends.
 
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use serde::Serialize;
@@ -59,6 +60,8 @@ pub struct Server {
     access: AccessSettings,
     /// Turns true once the first load of the components is done.
     loaded: watch::Receiver<bool>,
+    /// How long a request that needs the components waits for that load.
+    load_wait: Duration,
 }
 
 impl Server {
@@ -91,15 +94,21 @@ impl Server {
             quotas: Arc::default(),
             access: AccessSettings::default(),
             loaded: watch::channel(true).1,
+            load_wait: Duration::ZERO,
         })
     }
 
-    /// The same server, serving its registry while its components still
-    /// load: requests that name an item ([`Method::names_an_item`]) wait
-    /// until `loaded` turns true (lists answer at once, with what is
-    /// loaded; [`Server::replace_registry`] announces the loaded lists).
-    pub fn loading(mut self, loaded: watch::Receiver<bool>) -> Self {
+    /// The same server, answering while its components still load (until
+    /// `loaded` turns true; [`Server::replace_registry`] swaps them in and
+    /// announces the lists): `server/discover` and `subscriptions/listen`
+    /// at once, and every request whose answer depends on the components
+    /// ([`Method::needs_components`]) once they are loaded, waiting up to
+    /// `wait` for them; past it, the request gets a retryable error (HTTP
+    /// 503 with `Retry-After`). Nothing is answered from a registry still
+    /// empty.
+    pub fn loading(mut self, loaded: watch::Receiver<bool>, wait: Duration) -> Self {
         self.loaded = loaded;
+        self.load_wait = wait;
         self
     }
 
@@ -298,8 +307,9 @@ impl Server {
     }
 
     /// `ttlMs` of `server/discover`, the lists and skills: 0 until the first
-    /// load is done, so that a client does not keep the lists of a server
-    /// still loading its components (a changed list is also announced).
+    /// load is done, so that a client does not keep what a server still
+    /// loading its components says of them (only discover and the server
+    /// card answer before then; the lists wait for the load).
     pub fn list_ttl_ms(&self) -> u64 {
         if *self.loaded.borrow() {
             self.settings.list_ttl_ms
@@ -431,9 +441,8 @@ impl Server {
         let Some(method) = Method::parse(&request.method) else {
             return Err(unknown_method(&request.method));
         };
-        if method.names_an_item() {
-            // Fails only if the load was abandoned: the server stops then.
-            let _ = self.loaded.clone().wait_for(|loaded| *loaded).await;
+        if method.needs_components() {
+            self.components_loaded().await?;
         }
         let catalog = self.catalog();
         let catalog = &*catalog;
@@ -560,6 +569,20 @@ impl Server {
         }
     }
 
+    /// Waits, up to the load wait, until the first load of the components
+    /// is done (at once when it is).
+    async fn components_loaded(&self) -> Result<(), RpcError> {
+        if *self.loaded.borrow() {
+            return Ok(());
+        }
+        let mut loaded = self.loaded.clone();
+        match tokio::time::timeout(self.load_wait, loaded.wait_for(|loaded| *loaded)).await {
+            Ok(Ok(_)) => Ok(()),
+            // Past the wait, or the load was abandoned (the server stops then).
+            Ok(Err(_)) | Err(_) => Err(still_loading()),
+        }
+    }
+
     /// Admits a `tools/call` by its tool's rate limit, if the tool has one
     /// (an unknown tool is left to the call to refuse).
     fn admit_call(
@@ -634,6 +657,26 @@ impl TaskRounds for Server {
     fn failure(&self, why: &Failure) -> Value {
         tasks::failure(why)
     }
+}
+
+/// How long a client refused while the components load is asked to wait
+/// before it tries again (`Retry-After`, `data.retryAfterMs`).
+const LOADING_RETRY_AFTER: Duration = Duration::from_secs(5);
+
+/// The error for a request that needs the components when they are still
+/// loading past the load wait: -32603 with HTTP 503, `Retry-After` and
+/// `data.reason` `loading`; retrying later succeeds.
+fn still_loading() -> RpcError {
+    tracing::debug!("request refused: the components are still loading");
+    RpcError::unavailable(format!(
+        "Server not ready: its components are still loading; try again in {} s",
+        LOADING_RETRY_AFTER.as_secs()
+    ))
+    .with_data(json!({
+        "reason": "loading",
+        "retryAfterMs": LOADING_RETRY_AFTER.as_millis(),
+    }))
+    .with_retry_after(LOADING_RETRY_AFTER)
 }
 
 /// The error for a request over a rate limit: HTTP 429 with `Retry-After`,

@@ -69,6 +69,9 @@ pub struct ServeConfig {
     pub reload_every: Option<Duration>,
     /// Least time between two relists of one component.
     pub relist_every: Duration,
+    /// How long a request that needs the components waits for their first
+    /// load before it is refused as retryable (HTTP 503).
+    pub load_wait: Duration,
     /// The server's limits and the secrets manifests may grant.
     pub sandbox: SandboxSettings,
     /// Rounds of multi-round calls, lists and reads.
@@ -386,7 +389,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         .with_tasks(tasks.clone())
         .with_quotas(quotas)
         .with_access(access)
-        .loading(loaded_watch.clone()),
+        .loading(loaded_watch.clone(), config.load_wait),
     );
     crate::access::log_mode(
         server.has_access_rules(),
@@ -405,7 +408,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let _stop_tasks = AbortOnDrop(tokio::spawn(runner).abort_handle());
     tracing::info!(
         dir = %sources,
-        "loading components; serving what has loaded so far until done"
+        "loading components; until done, requests that need them wait (up to --load-wait)"
     );
     let loading = live::spawn_loading(
         server.clone(),
