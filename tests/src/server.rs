@@ -376,14 +376,30 @@ pub fn run_airlock_with_env(
     envs: &[(&str, &std::path::Path)],
     timeout: Duration,
 ) -> (ExitStatus, String, String) {
+    run_airlock_with_input(args, envs, b"", timeout)
+}
+
+/// [`run_airlock_with_env`] with `input` on its stdin, which then closes:
+/// a stdio server's whole session.
+pub fn run_airlock_with_input(
+    args: &[&str],
+    envs: &[(&str, &std::path::Path)],
+    input: &[u8],
+    timeout: Duration,
+) -> (ExitStatus, String, String) {
     let mut child = Command::new(airlock_bin())
         .args(args)
         .envs(envs.iter().copied())
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("run airlock");
+    {
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        // A process that exits without reading it all is the caller's to judge.
+        let _ = std::io::Write::write_all(&mut stdin, input);
+    }
     let stdout = read_all(child.stdout.take().expect("stdout is piped"));
     let stderr = read_all(child.stderr.take().expect("stderr is piped"));
     let deadline = Instant::now() + timeout;
