@@ -509,10 +509,9 @@ fn refused_session(full: Full, principal: &str) -> RpcError {
     match full {
         Full::Table { max } => {
             tracing::warn!(max, "initialize refused: too many sessions");
-            RpcError::internal(format!(
+            RpcError::unavailable(format!(
                 "Server busy: {max} sessions are open, the most allowed; try again later"
             ))
-            .with_status(503)
         }
         Full::Principal { max } => {
             tracing::info!(

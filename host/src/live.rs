@@ -95,13 +95,13 @@ async fn first_load(
 ) -> anyhow::Result<()> {
     let registry = Registry::load(runtime, &options.tools, options.cache_dir.as_deref()).await?;
     crate::audit::loaded(registry.component_files());
-    let dir = options.tools.dir.display();
+    let dir = &options.tools;
     if registry.tools().is_empty()
         && registry.prompts().is_empty()
         && registry.resources().is_empty()
         && registry.templates().is_empty()
     {
-        tracing::warn!(%dir, "nothing loaded: drop components (*.wasm) into this directory");
+        tracing::warn!(%dir, "nothing loaded: drop components (*.wasm) into the tools directory");
     }
     let counts = Counts::of(&registry);
     server.replace_registry(registry, &[])?;
@@ -180,7 +180,7 @@ async fn next_change(mut watcher: Watcher) -> Watcher {
 }
 
 async fn reload(server: &Server, runtime: &Arc<Runtime>, options: &LiveOptions) {
-    tracing::info!(dir = %options.tools.dir.display(), "the tools directory changed: reloading");
+    tracing::info!(dir = %options.tools, "the tools directory changed: reloading");
     let current = server.registry();
     match current
         .reload(runtime, &options.tools, options.cache_dir.as_deref())

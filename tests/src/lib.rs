@@ -40,7 +40,7 @@ pub use prometheus::Prometheus;
 pub use redis::RedisServer;
 pub use server::{
     Airlock, HttpServer, Run, SAMPLE_TOOLS, SAMPLES, ToolsDir, run_airlock, run_airlock_watched,
-    run_airlock_with_env, run_airlock_within,
+    run_airlock_with_env, run_airlock_with_input, run_airlock_within,
 };
 pub use sse::{Next, SseStream, listen};
 pub use stdio::StdioServer;

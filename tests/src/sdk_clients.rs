@@ -86,12 +86,18 @@ fn installed(mut cmd: Command) -> PathBuf {
 /// with its own options already set) against it; returns the JSON report it
 /// prints last. Panics with the driver's output, and the HTTP server's log,
 /// when the driver fails.
-pub fn drive(mut driver: Command, transport: Transport, component: &str) -> Value {
-    let tools = ToolsDir::with(&[component]);
+pub fn drive(driver: Command, transport: Transport, component: &str) -> Value {
+    drive_tools(driver, transport, &ToolsDir::with(&[component]))
+}
+
+/// [`drive`], serving the components of `tools`; over stdio the client
+/// starts the server itself, which compiles them as it starts (no compile
+/// cache).
+pub fn drive_tools(mut driver: Command, transport: Transport, tools: &ToolsDir) -> Value {
     // An HTTP server lives until the driver is done.
     let server = match transport {
         Transport::Http => {
-            let server = Airlock::new(&tools).start_http();
+            let server = Airlock::new(tools).start_http();
             driver.args(["--url", server.url()]);
             Some(server)
         }

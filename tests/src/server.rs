@@ -149,6 +149,7 @@ impl ToolsDir {
 pub struct Airlock {
     tools: Option<ToolsDir>,
     tools_path: Option<PathBuf>,
+    working_dir: Option<PathBuf>,
     args: Vec<OsString>,
     envs: Vec<(OsString, OsString)>,
     cache: bool,
@@ -162,6 +163,7 @@ impl Airlock {
         Self {
             tools: Some(tools.clone()),
             tools_path: Some(tools.path().to_path_buf()),
+            working_dir: None,
             args: Vec::new(),
             envs: Vec::new(),
             cache: false,
@@ -176,6 +178,24 @@ impl Airlock {
         Self {
             tools: None,
             tools_path: Some(path.into()),
+            working_dir: None,
+            args: Vec::new(),
+            envs: Vec::new(),
+            cache: false,
+            listen: None,
+            start_timeout: START_TIMEOUT,
+        }
+    }
+
+    /// `airlock serve` without `--tools`, run in an empty working directory
+    /// of its own (kept while the server runs), where the default `tools`
+    /// does not exist.
+    pub fn without_tools() -> Self {
+        let empty = ToolsDir::new();
+        Self {
+            working_dir: Some(empty.path().to_path_buf()),
+            tools: Some(empty),
+            tools_path: None,
             args: Vec::new(),
             envs: Vec::new(),
             cache: false,
@@ -231,6 +251,9 @@ impl Airlock {
 
     fn command(&self, stdio: bool) -> Command {
         let mut cmd = Command::new(airlock_bin());
+        if let Some(dir) = &self.working_dir {
+            cmd.current_dir(dir);
+        }
         cmd.arg("serve");
         if let Some(path) = &self.tools_path {
             cmd.arg("--tools").arg(path);
@@ -353,7 +376,19 @@ pub fn run_airlock_with_env(
     envs: &[(&str, &std::path::Path)],
     timeout: Duration,
 ) -> (ExitStatus, String, String) {
-    let run = run_airlock_watched(args, envs, timeout);
+    let run = run_to_end(args, envs, b"", timeout);
+    (run.status, run.stdout, run.stderr)
+}
+
+/// [`run_airlock_with_env`] with `input` on its stdin, which then closes:
+/// a stdio server's whole session.
+pub fn run_airlock_with_input(
+    args: &[&str],
+    envs: &[(&str, &std::path::Path)],
+    input: &[u8],
+    timeout: Duration,
+) -> (ExitStatus, String, String) {
+    let run = run_to_end(args, envs, input, timeout);
     (run.status, run.stdout, run.stderr)
 }
 
@@ -376,14 +411,30 @@ pub fn run_airlock_watched(
     envs: &[(&str, &std::path::Path)],
     timeout: Duration,
 ) -> Run {
+    run_to_end(args, envs, b"", timeout)
+}
+
+/// Runs `airlock <args>` with `input` on its stdin to its exit, watching
+/// its peak memory; panics if it has not exited within `timeout`.
+fn run_to_end(
+    args: &[&str],
+    envs: &[(&str, &std::path::Path)],
+    input: &[u8],
+    timeout: Duration,
+) -> Run {
     let mut child = Command::new(airlock_bin())
         .args(args)
         .envs(envs.iter().copied())
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("run airlock");
+    {
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        // A process that exits without reading it all is the caller's to judge.
+        let _ = std::io::Write::write_all(&mut stdin, input);
+    }
     let stdout = read_all(child.stdout.take().expect("stdout is piped"));
     let stderr = read_all(child.stderr.take().expect("stderr is piped"));
     let deadline = Instant::now() + timeout;
@@ -733,6 +784,16 @@ impl HttpServer {
         let reply = Http::new(&url).get();
         assert_eq!(reply.status, 200, "{}", reply.text());
         reply.text()
+    }
+
+    /// Waits up to `timeout` until the server has loaded its components
+    /// (it listens before: see [`Airlock::start_http_loading`]); panics if
+    /// it exits or does not finish in time.
+    pub fn wait_until_loaded(&mut self, timeout: Duration) {
+        let loaded = self
+            .proc
+            .wait_for_load("listening on", Instant::now() + timeout);
+        assert!(loaded, "airlock exited while loading:\n{}", self.stderr());
     }
 
     /// Whether the process is still running.

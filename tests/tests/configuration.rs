@@ -149,13 +149,16 @@ fn a_misspelt_variable_fails_the_check_and_is_warned_of_at_serve() {
     let tools = ToolsDir::with(&["hash"]);
     let (status, stderr) = Airlock::new(&tools)
         .env("AIRLOCK_CALL_TIMOUT", "1s")
+        .env("AIRLOCK_MAX_BODDY", "1MiB")
         .arg("--check")
         .run_expecting_exit();
     assert_eq!(status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("AIRLOCK_CALL_TIMOUT name no option"),
-        "{stderr}"
-    );
+    for variable in ["AIRLOCK_CALL_TIMOUT", "AIRLOCK_MAX_BODDY"] {
+        assert!(
+            stderr.contains(&format!("error: {variable} names no option")),
+            "each misspelt variable is named on a line of its own:\n{stderr}"
+        );
+    }
 
     // The log filter is read from the environment too, and is no typo.
     let server = Airlock::new(&tools)

@@ -5,7 +5,9 @@
 //! together. What is not a regular file is refused without waiting on it,
 //! what is too large is refused by its size before it is read, and what a
 //! component lists is bounded so that every page of a list fits the
-//! output limit.
+//! output limit. The server listens before its first load is done: a list
+//! sent as soon as it listens waits for that load and is whole, and past
+//! `--load-wait` it is refused with `Retry-After`, never answered in part.
 
 use airlock_e2e::mcp::{complete, no_caps, text, with_meta};
 use airlock_e2e::numbered::{numbered_components, numbered_tool};
@@ -447,4 +449,95 @@ fn list_pages_are_bounded_in_bytes_by_the_output_limit() {
     names.sort_unstable();
     expected.sort_unstable();
     assert_eq!(names, expected, "every tool, each once");
+}
+
+/// Copies of the `numbered` guest, compiled cold (the servers of these
+/// tests have no compile cache): enough that the first load outlasts a
+/// request sent as soon as the server listens (seconds, where the request
+/// takes milliseconds).
+const SLOW_LOAD: usize = 16;
+
+/// How long the first load of [`slow_loading_tools`] may take on a busy
+/// machine.
+const LOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(180);
+
+/// A tools directory whose first load is slow (see [`SLOW_LOAD`]), beside
+/// `hash`, and every tool it serves, in list (file name) order.
+fn slow_loading_tools() -> (ToolsDir, Vec<String>) {
+    let tools = ToolsDir::with(&["hash"]);
+    for (number, copy) in numbered_components(SLOW_LOAD).iter().enumerate() {
+        tools.add_bytes(&format!("{}.wasm", numbered_tool(number)), copy);
+    }
+    let expected = std::iter::once("sha256".to_owned())
+        .chain((0..SLOW_LOAD).map(numbered_tool))
+        .collect();
+    (tools, expected)
+}
+
+/// The tool names of a `tools/list` result, in list order.
+fn listed_names(result: &Value) -> Vec<String> {
+    result["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a tools array: {result}"))
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// `tools/list`, as a client that has just seen the port open sends it.
+fn list_tools(server: &airlock_e2e::HttpServer) -> airlock_e2e::Reply {
+    server
+        .client()
+        .send("tools/list", with_meta(json!({}), no_caps()))
+        .1
+}
+
+#[test]
+fn a_list_sent_as_soon_as_the_server_listens_is_the_whole_list() {
+    let (tools, expected) = slow_loading_tools();
+    let server = Airlock::new(&tools).start_http_loading();
+    let reply = list_tools(&server);
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let body = reply.json();
+    let result = complete(&body);
+    assert_eq!(
+        listed_names(result),
+        expected,
+        "a list answered while the components loaded:\n{}",
+        server.stderr()
+    );
+    assert_eq!(result["ttlMs"], 60_000, "{result}");
+    assert_eq!(result["cacheScope"], "public", "{result}");
+    assert_eq!(
+        text(complete(&server.client().call(&ToolCall::new(
+            &numbered_tool(SLOW_LOAD - 1),
+            json!({})
+        )))),
+        numbered_tool(SLOW_LOAD - 1)
+    );
+}
+
+#[test]
+fn past_the_load_wait_a_list_is_refused_with_retry_after_never_answered_in_part() {
+    let (tools, expected) = slow_loading_tools();
+    let mut server = Airlock::new(&tools)
+        .args(["--load-wait", "0s"])
+        .start_http_loading();
+    let reply = list_tools(&server);
+    match reply.status {
+        503 => {
+            assert_eq!(reply.header("retry-after"), Some("5"), "{reply:?}");
+            let error = &reply.json()["error"];
+            assert_eq!(error["code"], -32603, "{error}");
+            assert_eq!(error["data"]["reason"], "loading", "{error}");
+        }
+        // The load finished first (a fast machine): then the list is whole.
+        200 => assert_eq!(listed_names(complete(&reply.json())), expected),
+        status => panic!("{status}: {}", reply.text()),
+    }
+    // Once loaded, the list is whole.
+    server.wait_until_loaded(LOAD_TIMEOUT);
+    let reply = list_tools(&server);
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(listed_names(complete(&reply.json())), expected);
 }

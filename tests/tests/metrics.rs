@@ -60,11 +60,11 @@ fn sample(lines: &[String], name: &str) -> f64 {
 }
 
 /// The labels of a `tools/call` operation.
-fn tools_call(tool: &str, error_type: &str) -> String {
+fn tools_call(tool: &str, error_type: &str, outcome: &str) -> String {
     format!(
         "mcp_server_operation_duration_seconds_count{{mcp_method_name=\"tools/call\",\
          gen_ai_tool_name=\"{tool}\",gen_ai_prompt_name=\"\",error_type=\"{error_type}\",\
-         mcp_protocol_version=\"2026-07-28\"}}"
+         mcp_protocol_version=\"2026-07-28\",airlock_outcome=\"{outcome}\"}}"
     )
 }
 
@@ -93,10 +93,13 @@ fn calls_move_the_counters_with_bounded_labels() {
     assert_limit(&call(&client, "spin", json!({})), &["time limit"]);
 
     let after = scrape(&url);
-    assert_eq!(sample(&after, &tools_call("sha256", "")), 1.0);
-    assert_eq!(sample(&after, &tools_call("spin", "tool_error")), 1.0);
+    assert_eq!(sample(&after, &tools_call("sha256", "", "ok")), 1.0);
     assert_eq!(
-        sample(&after, &tools_call("", "-32602")),
+        sample(&after, &tools_call("spin", "tool_error", "failed")),
+        1.0
+    );
+    assert_eq!(
+        sample(&after, &tools_call("", "-32602", "unknown")),
         1.0,
         "the unknown tool is counted without its name"
     );

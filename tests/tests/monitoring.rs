@@ -6,15 +6,18 @@
 //! data source variable, no import inputs); and every metric and label name
 //! either of them uses is one the real binary exports, read from its
 //! `/metrics` after traffic that gives every family a series (a family
-//! without one is not rendered), so renaming a metric fails here. `promtool` comes
+//! without one is not rendered), so renaming a metric fails here. Calls
+//! refused by an access rule or a quota, of unknown tools or with arguments
+//! the schema refuses are labelled as such, and the shipped rules count
+//! none of them as a failure of the tool. `promtool` comes
 //! with Debian's `prometheus`, which `scripts/test` installs.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use airlock_e2e::hostile::{airlock, answer, assert_limit, call, tools_with};
-use airlock_e2e::mcp::{all_caps, result_type};
+use airlock_e2e::mcp::{all_caps, complete, error_code, is_error, result_type};
 use airlock_e2e::paths::workspace_root;
 use airlock_e2e::{Http, McpClient, ToolCall, wait_until};
 use serde_json::{Value, json};
@@ -303,4 +306,146 @@ fn every_name_the_dashboard_and_rules_use_is_one_airlock_exports() {
     ] {
         assert!(used.contains(family), "neither uses {family}");
     }
+}
+
+/// The samples of `name` in the OpenMetrics `text`: each one's labels and
+/// value.
+fn samples(text: &str, name: &str) -> Vec<(BTreeMap<String, String>, f64)> {
+    text.lines()
+        .filter_map(|line| {
+            let (labels, value) = line
+                .strip_prefix(name)?
+                .strip_prefix('{')?
+                .rsplit_once("} ")?;
+            let labels = labels
+                .split(',')
+                .filter_map(|pair| {
+                    let (label, value) = pair.split_once("=\"")?;
+                    Some((label.to_owned(), value.strip_suffix('"')?.to_owned()))
+                })
+                .collect();
+            Some((labels, value.parse().ok()?))
+        })
+        .collect()
+}
+
+/// The label matchers (`name="value"`, `name!="value"`, `name=~"a|b"`) the
+/// recording rule `record` puts on `family`, as the rules file writes them.
+fn rule_matchers(rules: &str, record: &str, family: &str) -> Vec<(String, String, String)> {
+    let start = rules
+        .find(&format!("- record: {record}\n"))
+        .unwrap_or_else(|| panic!("no rule records {record}"));
+    let rule = &rules[start..];
+    let selector = rule[rule
+        .find(&format!("{family}{{"))
+        .expect("the rule's selector")
+        + family.len()
+        + 1..]
+        .split('}')
+        .next()
+        .expect("a closed selector");
+    selector
+        .split(',')
+        .map(|matcher| {
+            let operator = ["!=", "=~", "="]
+                .into_iter()
+                .find(|op| matcher.contains(op))
+                .unwrap_or_else(|| panic!("a matcher: {matcher}"));
+            let (label, value) = matcher.split_once(operator).expect("found above");
+            let value = value.trim_matches('"');
+            (
+                label.trim().to_owned(),
+                operator.to_owned(),
+                value.to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Whether `labels` pass every one of `matchers` (a missing label is
+/// empty, as in PromQL; a regex here is an alternation of words).
+fn selected(labels: &BTreeMap<String, String>, matchers: &[(String, String, String)]) -> bool {
+    matchers.iter().all(|(label, operator, value)| {
+        let actual = labels.get(label).map_or("", String::as_str);
+        match operator.as_str() {
+            "=" => actual == value,
+            "!=" => actual != value,
+            _ => value.split('|').any(|word| word == actual),
+        }
+    })
+}
+
+#[test]
+fn refused_and_unknown_calls_are_no_failures_of_the_tool_in_the_shipped_rules() {
+    // `env` only for authenticated callers (the anonymous client may not
+    // even see it: its refusal reads as an unknown tool); `env_all` once a
+    // minute per caller.
+    let tools = tools_with(Some(
+        "[tools.env]\nallow = [\"authenticated\"]\n\n[tools.env_all]\nrate-limit = \"1/min\"\n",
+    ));
+    let server = airlock(&tools)
+        .args(["--metrics-listen", "127.0.0.1:0", "--call-timeout", "300ms"])
+        .start_http();
+    let client = server.client();
+    let hidden = call(&client, "env", json!({"name": "HOME"}));
+    assert_eq!(error_code(&hidden), -32602, "{hidden}");
+    let unknown = call(&client, "no-such-tool", json!({}));
+    assert_eq!(error_code(&unknown), -32602, "{unknown}");
+    answer(&call(&client, "env_all", json!({})));
+    let over_quota = call(&client, "env_all", json!({}));
+    assert_eq!(error_code(&over_quota), -31429, "{over_quota}");
+    let bad_arguments = call(&client, "sleep", json!({"ms": "long"}));
+    assert!(is_error(complete(&bad_arguments)), "{bad_arguments}");
+    // The tool's own failure: it runs into its deadline.
+    assert_limit(&call(&client, "spin", json!({})), &["time limit"]);
+
+    let text = server.scrape_metrics();
+    let calls = samples(&text, "mcp_server_operation_duration_seconds_count");
+    let outcome = |tool: &str, error_type: &str| {
+        calls
+            .iter()
+            .find(|(labels, _)| {
+                labels["mcp_method_name"] == "tools/call"
+                    && labels["gen_ai_tool_name"] == tool
+                    && labels["error_type"] == error_type
+            })
+            .and_then(|(labels, _)| labels.get("airlock_outcome").cloned())
+            .unwrap_or_else(|| {
+                panic!("no series of {tool} with error_type {error_type} and an outcome:\n{text}")
+            })
+    };
+    assert_eq!(outcome("env", "-32602"), "denied");
+    assert_eq!(outcome("", "-32602"), "unknown");
+    assert_eq!(outcome("env_all", "-31429"), "over_quota");
+    assert_eq!(outcome("env_all", ""), "ok");
+    assert_eq!(outcome("sleep", "tool_error"), "invalid");
+    assert_eq!(outcome("spin", "tool_error"), "failed");
+
+    // What the shipped rules count: only spin failed, and only the calls
+    // that ran a tool are its calls.
+    let rules = rules_text();
+    let family = "mcp_server_operation_duration_seconds_count";
+    let counted = |record: &str| -> BTreeMap<String, f64> {
+        let matchers = rule_matchers(&rules, record, family);
+        let mut by_tool = BTreeMap::new();
+        for (labels, value) in calls
+            .iter()
+            .filter(|(labels, _)| selected(labels, &matchers))
+        {
+            *by_tool
+                .entry(labels["gen_ai_tool_name"].clone())
+                .or_default() += value;
+        }
+        by_tool
+    };
+    assert_eq!(
+        counted("airlock:tool_errors:rate5m"),
+        BTreeMap::from([("spin".to_owned(), 1.0)]),
+        "{text}"
+    );
+    assert_eq!(
+        counted("airlock:tool_calls:rate5m"),
+        BTreeMap::from([("env_all".to_owned(), 1.0), ("spin".to_owned(), 1.0)]),
+        "{text}"
+    );
 }

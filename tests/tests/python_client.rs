@@ -19,6 +19,9 @@
 //! declares the extension, claims the `CreateTaskResult` of `tools/call`, and
 //! polls `tasks/get` (answering with `tasks/update`) until the task ends.
 //!
+//! A client that lists the tools right after starting a stdio server whose
+//! first load is slow sees every tool (the list waits for the load).
+//!
 //! The OAuth test has the SDK's OAuth client authorize against a local
 //! authorization server (`oauth_server.py`, built on the SDK's own
 //! authorization-server routes) and step up on a 403 `insufficient_scope`.
@@ -31,6 +34,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use airlock_e2e::daemon::{Daemon, free_port};
+use airlock_e2e::numbered::{numbered_components, numbered_tool};
 use airlock_e2e::sdk_clients::{self, Transport};
 use airlock_e2e::{Airlock, ToolsDir};
 use serde_json::{Value, json};
@@ -44,9 +48,8 @@ fn python() -> &'static Path {
     PYTHON.get_or_init(|| sdk_clients::install("python"))
 }
 
-/// Runs `drive.py --mode <mode> --flow <flow>` against a fresh server that
-/// serves `component`, and returns the JSON report it prints.
-fn drive(transport: Transport, mode: &str, flow: &str, component: &str) -> Value {
+/// `drive.py --mode <mode> --flow <flow>`, without its server.
+fn driver(mode: &str, flow: &str) -> Command {
     let mut cmd = Command::new(python());
     cmd.arg(sdk_clients::client_dir("python").join("drive.py"))
         .args([
@@ -57,7 +60,13 @@ fn drive(transport: Transport, mode: &str, flow: &str, component: &str) -> Value
             "--timeout",
             DRIVER_TIMEOUT_SECS,
         ]);
-    sdk_clients::drive(cmd, transport, component)
+    cmd
+}
+
+/// Runs `drive.py --mode <mode> --flow <flow>` against a fresh server that
+/// serves `component`, and returns the JSON report it prints.
+fn drive(transport: Transport, mode: &str, flow: &str, component: &str) -> Value {
+    sdk_clients::drive(driver(mode, flow), transport, component)
 }
 
 /// Checks how the connection was negotiated: `auto` discovers 2026-07-28,
@@ -271,6 +280,35 @@ fn task_compute_legacy(transport: Transport) {
         report["text"], "Computed \"sdk\" in 1 second(s)",
         "{report:#}"
     );
+}
+
+/// Copies of the `numbered` guest served beside a flow's component: with
+/// the stdio server compiling them as it starts, its first load takes
+/// seconds.
+const SLOW_LOAD: usize = 16;
+
+/// The SDK lists the tools as soon as it has connected (so does the MCP
+/// Inspector's CLI, before it calls one): over stdio that is right after it
+/// started the server, which is still compiling its components. The list
+/// waits for the first load, so the client sees every tool, in both modes.
+#[test]
+fn a_list_right_after_start_over_stdio_sees_every_tool_of_a_slow_load() {
+    let tools = ToolsDir::with(&["deploy"]);
+    for (number, copy) in numbered_components(SLOW_LOAD).iter().enumerate() {
+        tools.add_bytes(&format!("{}.wasm", numbered_tool(number)), copy);
+    }
+    let mut expected: Vec<String> = (0..SLOW_LOAD).map(numbered_tool).collect();
+    expected.extend(["confirm".to_owned(), "deploy".to_owned()]);
+    expected.sort();
+    for mode in ["auto", "legacy"] {
+        let report = sdk_clients::drive_tools(driver(mode, "deploy"), Transport::Stdio, &tools);
+        assert_negotiated(&report, mode);
+        assert_eq!(report["tools"], json!(expected), "{mode}");
+        assert_eq!(
+            report["text"], "Deployed billing to production",
+            "{report:#}"
+        );
+    }
 }
 
 /// Defines a module per transport and mode (`http::auto`, `stdio::legacy`,

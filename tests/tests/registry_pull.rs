@@ -1,6 +1,6 @@
 //! Components pulled by OCI reference from a real registry (Debian's
 //! `docker-registry`, started by each test), pushed in the Wasm OCI
-//! artifact layout: served beside the tools directory with their digest in
+//! artifact layout: served beside the tools directory, or without one, with their digest in
 //! the log and in `airlock inspect`, bad artifacts refused each with its
 //! reason while the others serve, a lock pinning digests while a tag moves,
 //! three hosts started with one lock serving its digest, a registry that
@@ -195,6 +195,43 @@ fn components_by_tag_and_by_digest_load_and_serve_with_their_digest() {
     assert!(
         report.contains(&format!("sha256-{hex}")) && report.contains("sha256"),
         "inspect names the digest:\n{report}"
+    );
+}
+
+#[test]
+fn pulled_components_serve_without_a_tools_directory() {
+    let registry = OciRegistry::start();
+    registry.push_component("tools/hash", "1", &wasm("hash"));
+    let supply = Supply::new(&[("hash", format!("{}/tools/hash:1", registry.host()))]);
+    // No --tools, and no `tools` where the server runs.
+    let server = Airlock::without_tools()
+        .args(supply.args(&supply.cache()))
+        .start_http();
+    let client = server.client();
+    assert_eq!(client.tool_names(), ["sha256"], "{}", server.stderr());
+    airlock_e2e::flows::sha256(&client);
+    drop(server);
+
+    // A tools directory that is named must exist, --components or not.
+    let missing = supply.dir.path().join("no-such-tools");
+    let (status, stderr) = Airlock::with_tools_path(&missing)
+        .args(supply.args(&supply.cache()))
+        .run_expecting_exit();
+    assert!(!status.success(), "{stderr}");
+    assert!(
+        line_with(
+            &stderr,
+            &["cannot read the tools directory", "no-such-tools"]
+        )
+        .is_some(),
+        "{stderr}"
+    );
+    // Without --components, the default `tools` must exist too.
+    let (status, stderr) = Airlock::without_tools().run_expecting_exit();
+    assert!(!status.success(), "{stderr}");
+    assert!(
+        line_with(&stderr, &["cannot read the tools directory tools"]).is_some(),
+        "{stderr}"
     );
 }
 

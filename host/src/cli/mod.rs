@@ -121,10 +121,11 @@ pub fn main() -> ExitCode {
                 std::env::vars_os().map(|(name, _)| name),
             );
             if options.check && !unknown.is_empty() {
-                eprintln!(
-                    "error: {} name no option (the options' variables: docs/configuration.md)",
-                    unknown.join(", ")
-                );
+                for name in &unknown {
+                    eprintln!(
+                        "error: {name} names no option (the options' variables: docs/configuration.md)"
+                    );
+                }
                 return ExitCode::FAILURE;
             }
             for name in &unknown {

@@ -39,9 +39,10 @@ pub struct ServeOptions {
     /// or `allowed-host = ["a", "b"]`; options and environment variables override it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Directory of tool components (`*.wasm`).
-    #[arg(long, value_name = "DIR", default_value = "tools")]
-    pub tools: PathBuf,
+    /// Directory of tool components (`*.wasm`); one named here must exist [default: tools; with
+    /// --components, only if it exists].
+    #[arg(long, value_name = "DIR")]
+    pub tools: Option<PathBuf>,
     /// Address to serve Streamable HTTP on; the endpoint is `/mcp`. Port 0 picks a free port.
     #[arg(long, value_name = "ADDRESS", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
@@ -79,6 +80,12 @@ pub struct ServeOptions {
     #[arg(long, value_name = "DURATION", default_value = "1s",
           value_parser = values::duration(Duration::ZERO))]
     pub relist_interval: Duration,
+    /// How long a request that needs the components (a list, a call, a read…) waits for their
+    /// first load after the start; past it, it is refused with a retryable error (HTTP 503,
+    /// Retry-After). Discovery and the health probes answer at once.
+    #[arg(long, value_name = "DURATION", default_value = "30s",
+          value_parser = values::duration(Duration::ZERO))]
+    pub load_wait: Duration,
 
     /// Threads that serve requests and run guests [default: one per CPU this process may use].
     /// Fewer leave cores to other processes on the machine; where those are busy (the clients,
@@ -206,8 +213,9 @@ impl ServeOptions {
             max_queued_calls: saturate(self.max_queued_calls),
             ..RuntimeLimits::default()
         };
+        let pulls = self.supply.components.is_some();
         ServeConfig {
-            tools: self.tools,
+            tools: tools_dir(self.tools, pulls),
             supply: self.supply.settings(self.sandbox.max_component_size),
             check: self.check,
             worker_threads: self.worker_threads.map(usize::from),
@@ -215,6 +223,7 @@ impl ServeOptions {
             cache_dir,
             reload_every: (!self.reload_interval.is_zero()).then_some(self.reload_interval),
             relist_every: self.relist_interval,
+            load_wait: self.load_wait,
             sandbox: self.sandbox.settings(limits),
             protocol: ProtocolSettings {
                 max_rounds: self.max_rounds,
@@ -253,6 +262,19 @@ impl ServeOptions {
             audit: self.audit.settings(),
         }
     }
+}
+
+/// The tools directory when none is given.
+const DEFAULT_TOOLS_DIR: &str = "tools";
+
+/// The tools directory: the one `given`, else [`DEFAULT_TOOLS_DIR`], except
+/// when that does not exist and the components are pulled (`pulls`): then
+/// none, and only the pulled components are served.
+fn tools_dir(given: Option<PathBuf>, pulls: bool) -> Option<PathBuf> {
+    given.or_else(|| {
+        let default = PathBuf::from(DEFAULT_TOOLS_DIR);
+        (!pulls || default.exists()).then_some(default)
+    })
 }
 
 /// A `redis://` or `rediss://` URL.

@@ -97,7 +97,8 @@ fn the_defaults_are_the_libraries_defaults() {
         config.transport,
         Transport::Http("127.0.0.1:8080".parse().unwrap())
     );
-    assert_eq!(config.tools, Path::new("tools"));
+    assert_eq!(config.tools.as_deref(), Some(Path::new("tools")));
+    assert_eq!(config.load_wait, Duration::from_secs(30));
     assert_eq!(config.max_body_bytes, 4 << 20);
     assert_eq!(config.state_ttl, Duration::from_secs(600));
     assert_eq!(config.single_use, None);

@@ -70,6 +70,10 @@ struct OperationLabels {
     error_type: Option<String>,
     /// The protocol version the request declared, when Airlock supports it.
     mcp_protocol_version: Option<&'static str>,
+    /// How the request ended, as the server classified it (Airlock's own
+    /// attribute): only `failed` is a failure of the tool (or prompt, or
+    /// resource); a refusal, unknown name or quota is not.
+    airlock_outcome: &'static str,
 }
 
 impl OperationLabels {
@@ -85,6 +89,7 @@ impl OperationLabels {
                 ErrorType::Tool => "tool_error".to_owned(),
             }),
             mcp_protocol_version: operation.version,
+            airlock_outcome: operation.outcome,
         }
     }
 
@@ -111,10 +116,13 @@ pub struct Operation<'a> {
     pub tool: Option<&'a str>,
     /// The prompt of a `prompts/get`, when it is loaded.
     pub prompt: Option<&'a str>,
-    /// How it failed, if it did.
+    /// How it failed, if it did, in the conventions' terms.
     pub error: Option<ErrorType>,
     /// The protocol version it declared, when Airlock supports it.
     pub version: Option<&'static str>,
+    /// How it ended, as the server classified its answer (a fixed word:
+    /// `ok`, `failed`, `denied`, …).
+    pub outcome: &'static str,
 }
 
 /// How an operation failed: its `error_type` label.
@@ -150,7 +158,7 @@ impl Operations {
     const NAME: &str = "mcp_server_operation_duration";
     /// Its help text.
     const HELP: &str =
-        "Duration of MCP requests, by method, tool or prompt, error and protocol version";
+        "Duration of MCP requests, by method, tool or prompt, error, protocol version and outcome";
 
     /// Counts an operation of `labels` that took `seconds`.
     fn observe(&self, labels: OperationLabels, seconds: f64) {

@@ -10,6 +10,7 @@ fn sha256_call() -> Operation<'static> {
         prompt: None,
         error: None,
         version: Some("2026-07-28"),
+        outcome: "ok",
     }
 }
 
@@ -60,7 +61,7 @@ fn rendering_shows_every_family_with_its_labels() {
     let text = metrics.render();
     for line in [
         "# TYPE mcp_server_operation_duration_seconds histogram",
-        "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"sha256\",gen_ai_prompt_name=\"\",error_type=\"\",mcp_protocol_version=\"2026-07-28\"} 1",
+        "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"sha256\",gen_ai_prompt_name=\"\",error_type=\"\",mcp_protocol_version=\"2026-07-28\",airlock_outcome=\"ok\"} 1",
         "airlock_limit_hits_total{kind=\"deadline\"} 1",
         "airlock_mrtr_rounds_bucket{le=\"2.0\"} 0",
         "airlock_mrtr_rounds_bucket{le=\"3.0\"} 1",

@@ -17,6 +17,7 @@ use serde_json::{Map, Value, json};
 use super::catalog::{Catalog, Page, Pages};
 use super::jsonrpc::{RpcError, codes};
 use super::method::Method;
+use super::outcome::Outcome;
 use crate::access::{Caller, Decision, Kind, Rule, ServerRules};
 use crate::audit;
 use crate::metrics;
@@ -308,7 +309,8 @@ pub(crate) fn refused(
         Decision::Use => unreachable!("checked above"),
         Decision::Hidden => {
             tracing::info!(principal = %caller.principal, kind = kind.name(), item = %key, reason, "access refused");
-            return unseen();
+            // Told apart from an unknown item only here, for the operator.
+            return unseen().with_outcome(Outcome::Denied);
         }
         Decision::See { step_up } => step_up,
     };
@@ -353,33 +355,40 @@ pub(crate) fn refused(
 
 /// The error of `tools/call` naming a tool that does not exist.
 pub(super) fn unknown_tool(name: &str) -> RpcError {
-    RpcError::invalid_params(format!("Unknown tool: {name}"))
+    RpcError::invalid_params(format!("Unknown tool: {name}")).with_outcome(Outcome::Unknown)
 }
 
 /// The error of `prompts/get` (and of completing one) naming a prompt
 /// that does not exist.
 pub(super) fn unknown_prompt(name: &str) -> RpcError {
-    RpcError::invalid_params(format!("Unknown prompt: {name}"))
+    RpcError::invalid_params(format!("Unknown prompt: {name}")).with_outcome(Outcome::Unknown)
 }
 
 /// The error of completing a resource template that does not exist.
 pub(super) fn unknown_template(uri: &str) -> RpcError {
     RpcError::invalid_params(format!("Unknown resource template: {uri}"))
+        .with_outcome(Outcome::Unknown)
 }
 
 /// The error of `resources/read` naming a resource that does not exist:
 /// -32602 with `data.uri` (SEP-2164).
 pub(super) fn resource_not_found(uri: &str) -> RpcError {
-    RpcError::invalid_params(format!("Resource not found: {uri}")).with_data(json!({ "uri": uri }))
+    RpcError::invalid_params(format!("Resource not found: {uri}"))
+        .with_data(json!({ "uri": uri }))
+        .with_outcome(Outcome::Unknown)
 }
 
 /// The error of `skills/get` naming no skill served: -32602.
 pub(super) fn unknown_skill(uri: &str) -> RpcError {
-    RpcError::invalid_params(format!("Unknown skill: {uri}")).with_data(json!({ "uri": uri }))
+    RpcError::invalid_params(format!("Unknown skill: {uri}"))
+        .with_data(json!({ "uri": uri }))
+        .with_outcome(Outcome::Unknown)
 }
 
 /// The error of `resources/directory/read` naming no directory served:
 /// -32602.
 pub(super) fn not_a_directory(uri: &str) -> RpcError {
-    RpcError::invalid_params(format!("Not a directory: {uri}")).with_data(json!({ "uri": uri }))
+    RpcError::invalid_params(format!("Not a directory: {uri}"))
+        .with_data(json!({ "uri": uri }))
+        .with_outcome(Outcome::Unknown)
 }

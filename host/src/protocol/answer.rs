@@ -18,6 +18,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::jsonrpc::{self, RpcError};
+use super::outcome::Outcome;
 
 /// The encoded response to one request.
 #[derive(Debug)]
@@ -81,8 +82,11 @@ pub struct Complete {
     pub cache: Option<Cache>,
     /// Members of the result's `_meta` besides the server's own info.
     pub meta: Map<String, Value>,
-    /// A `tools/call` result that says `isError`: the tool failed.
-    pub tool_error: bool,
+    /// How the request ended: [`Outcome::Ok`], or for a `tools/call`
+    /// result that says `isError`, why: the tool failed
+    /// ([`Outcome::Failed`]), or its arguments were refused before it ran
+    /// ([`Outcome::Invalid`]).
+    pub outcome: Outcome,
 }
 
 /// A cacheable result's `ttlMs` and `cacheScope`.
@@ -122,7 +126,7 @@ impl Complete {
             members,
             cache: None,
             meta: Map::new(),
-            tool_error: false,
+            outcome: Outcome::Ok,
         }
     }
 
@@ -132,11 +136,16 @@ impl Complete {
         self
     }
 
-    /// The same result, marked as a tool's failure (`isError`) when
-    /// `tool_error`.
-    pub fn tool_error(mut self, tool_error: bool) -> Complete {
-        self.tool_error = tool_error;
+    /// The same result, ending its request with `outcome` (any but
+    /// [`Outcome::Ok`]: a result that says `isError`).
+    pub fn with_outcome(mut self, outcome: Outcome) -> Complete {
+        self.outcome = outcome;
         self
+    }
+
+    /// Whether it says `isError`.
+    pub fn is_error(&self) -> bool {
+        self.outcome != Outcome::Ok
     }
 }
 
@@ -168,7 +177,16 @@ impl Answer {
 
     /// Whether this is a complete `tools/call` result that says `isError`.
     pub fn is_tool_error(&self) -> bool {
-        matches!(self, Answer::Complete(complete) if complete.tool_error)
+        matches!(self, Answer::Complete(complete) if complete.is_error())
+    }
+
+    /// How the request ended.
+    pub fn outcome(&self) -> Outcome {
+        match self {
+            Answer::Complete(complete) => complete.outcome,
+            Answer::InputRequired(_) | Answer::Task(_) => Outcome::Ok,
+            Answer::Error(error) => error.outcome,
+        }
     }
 
     /// The same answer, cacheable for `ttl_ms` in `scope` if it is a
@@ -325,7 +343,7 @@ impl Serialize for ResultMeta<'_> {
 impl crate::audit::Settled for Answer {
     fn outcome(&self) -> &'static str {
         match self {
-            Answer::Complete(complete) if complete.tool_error => "tool_error",
+            Answer::Complete(complete) if complete.is_error() => "tool_error",
             Answer::Complete(_) => "complete",
             Answer::InputRequired(_) => "input_required",
             Answer::Task(_) => "task",

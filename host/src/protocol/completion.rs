@@ -11,9 +11,10 @@ use super::answer::{Answer, Complete};
 use super::catalog::Catalog;
 use super::jsonrpc::{self, Request, RpcError};
 use super::mrtr;
+use super::outcome::Outcome;
 use super::wire;
-use crate::runtime::Runtime;
 use crate::runtime::wit_completions::{self, CompletionTarget};
+use crate::runtime::{CallError, Runtime};
 
 /// Answers `completion/complete`.
 pub(super) async fn complete(
@@ -94,13 +95,16 @@ pub(super) async fn complete(
                 describe(&completion_request.target),
                 mrtr::output_failure(error)
             ))
+            .with_outcome(Outcome::Failed)
         }),
+        Some(Err(error @ CallError::Busy { .. })) => Err(mrtr::busy(&error)),
         Some(Err(error)) => {
             tracing::warn!(file = %component.source().display(), %error, "completion failed");
             Err(RpcError::internal(format!(
                 "Completing {} failed: {error}",
                 describe(&completion_request.target)
-            )))
+            ))
+            .with_outcome(Outcome::Failed))
         }
     }
 }

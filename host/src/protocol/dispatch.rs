@@ -7,6 +7,7 @@
 //! the catalog it started with until it ends.
 
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use serde::Serialize;
@@ -59,6 +60,8 @@ pub struct Server {
     access: AccessSettings,
     /// Turns true once the first load of the components is done.
     loaded: watch::Receiver<bool>,
+    /// How long a request that needs the components waits for that load.
+    load_wait: Duration,
 }
 
 impl Server {
@@ -92,15 +95,21 @@ impl Server {
             quotas: Arc::default(),
             access: AccessSettings::default(),
             loaded: watch::channel(true).1,
+            load_wait: Duration::ZERO,
         })
     }
 
-    /// The same server, serving its registry while its components still
-    /// load: requests that name an item ([`Method::names_an_item`]) wait
-    /// until `loaded` turns true (lists answer at once, with what is
-    /// loaded; [`Server::replace_registry`] announces the loaded lists).
-    pub fn loading(mut self, loaded: watch::Receiver<bool>) -> Self {
+    /// The same server, answering while its components still load (until
+    /// `loaded` turns true; [`Server::replace_registry`] swaps them in and
+    /// announces the lists): `server/discover` and `subscriptions/listen`
+    /// at once, and every request whose answer depends on the components
+    /// ([`Method::needs_components`]) once they are loaded, waiting up to
+    /// `wait` for them; past it, the request gets a retryable error (HTTP
+    /// 503 with `Retry-After`). Nothing is answered from a registry still
+    /// empty.
+    pub fn loading(mut self, loaded: watch::Receiver<bool>, wait: Duration) -> Self {
         self.loaded = loaded;
+        self.load_wait = wait;
         self
     }
 
@@ -284,8 +293,9 @@ impl Server {
     }
 
     /// `ttlMs` of `server/discover`, the lists and skills: 0 until the first
-    /// load is done, so that a client does not keep the lists of a server
-    /// still loading its components (a changed list is also announced).
+    /// load is done, so that a client does not keep what a server still
+    /// loading its components says of them (only discover and the server
+    /// card answer before then; the lists wait for the load).
     pub fn list_ttl_ms(&self) -> u64 {
         if *self.loaded.borrow() {
             self.settings.list_ttl_ms
@@ -417,9 +427,8 @@ impl Server {
         let Some(method) = Method::parse(&request.method) else {
             return Err(unknown_method(&request.method));
         };
-        if method.names_an_item() {
-            // Fails only if the load was abandoned: the server stops then.
-            let _ = self.loaded.clone().wait_for(|loaded| *loaded).await;
+        if method.needs_components() {
+            self.components_loaded().await?;
         }
         let catalog = self.catalog();
         let catalog = &*catalog;
@@ -535,6 +544,20 @@ impl Server {
                     _ => tasks::cancel(running, request, principal, &gate).await,
                 }
             }
+        }
+    }
+
+    /// Waits, up to the load wait, until the first load of the components
+    /// is done (at once when it is).
+    async fn components_loaded(&self) -> Result<(), RpcError> {
+        if *self.loaded.borrow() {
+            return Ok(());
+        }
+        let mut loaded = self.loaded.clone();
+        match tokio::time::timeout(self.load_wait, loaded.wait_for(|loaded| *loaded)).await {
+            Ok(Ok(_)) => Ok(()),
+            // Past the wait, or the load was abandoned (the server stops then).
+            Ok(Err(_)) | Err(_) => Err(still_loading()),
         }
     }
 
@@ -666,6 +689,26 @@ impl TaskRounds for Server {
     }
 }
 
+/// How long a client refused while the components load is asked to wait
+/// before it tries again (`Retry-After`, `data.retryAfterMs`).
+const LOADING_RETRY_AFTER: Duration = Duration::from_secs(5);
+
+/// The error for a request that needs the components when they are still
+/// loading past the load wait: -32603 with HTTP 503, `Retry-After` and
+/// `data.reason` `loading`; retrying later succeeds.
+fn still_loading() -> RpcError {
+    tracing::debug!("request refused: the components are still loading");
+    RpcError::unavailable(format!(
+        "Server not ready: its components are still loading; try again in {} s",
+        LOADING_RETRY_AFTER.as_secs()
+    ))
+    .with_data(json!({
+        "reason": "loading",
+        "retryAfterMs": LOADING_RETRY_AFTER.as_millis(),
+    }))
+    .with_retry_after(LOADING_RETRY_AFTER)
+}
+
 /// The error for a request over a rate limit: HTTP 429 with `Retry-After`,
 /// and the limit and the wait in `data`.
 fn over_quota(refused: Refused) -> RpcError {
@@ -693,7 +736,7 @@ fn over_quota(refused: Refused) -> RpcError {
 /// `request` answered with `answer`, as metrics count it: labelled only
 /// with what Airlock serves (a known method, a tool or prompt that
 /// `loaded` says is loaded, a supported version, an error code of
-/// Airlock's), never with what a client made up.
+/// Airlock's, the answer's own outcome), never with what a client made up.
 fn operation<'r>(
     request: &'r Request,
     answer: &Answer,
@@ -726,6 +769,7 @@ fn operation<'r>(
             .iter()
             .copied()
             .find(|v| Some(*v) == version),
+        outcome: answer.outcome().label(),
     }
 }
 
@@ -755,6 +799,7 @@ fn unknown_method(method: &str) -> RpcError {
 
 #[cfg(test)]
 mod tests {
+    use super::super::outcome::Outcome;
     use super::*;
 
     #[test]
@@ -806,6 +851,7 @@ mod tests {
                 prompt: None,
                 error: None,
                 version: Some("2026-07-28"),
+                outcome: "ok",
             }
         );
     }
@@ -816,11 +862,12 @@ mod tests {
             "tools/call",
             json!({"name": "no-such-tool", "_meta": {"io.modelcontextprotocol/protocolVersion": "1999-01-01"}}),
         );
-        let unknown = Answer::Error(RpcError::invalid_params("Unknown tool: no-such-tool"));
+        let unknown = Answer::Error(super::super::access::unknown_tool("no-such-tool"));
         let counted = operation(&call, &unknown, loaded);
         assert_eq!(counted.tool, None);
         assert_eq!(counted.error, Some(ErrorType::Code(-32602)));
         assert_eq!(counted.version, None);
+        assert_eq!(counted.outcome, "unknown");
 
         let odd = request("x/made-up", json!({"name": "sha256"}));
         let own_code = Answer::Error(RpcError::new(12345, "a code of a component's own"));
@@ -828,6 +875,10 @@ mod tests {
         assert_eq!(counted.method, None);
         assert_eq!(counted.tool, None, "only tools/call names a tool");
         assert_eq!(counted.error, Some(ErrorType::Other));
+        assert_eq!(
+            counted.outcome, "failed",
+            "only a component has codes of its own"
+        );
     }
 
     #[test]
@@ -848,12 +899,13 @@ mod tests {
         let call = request("tools/call", json!({"name": "sha256"}));
         let failed = Answer::Complete(
             super::super::answer::Complete::new(r#"{"content":[],"isError":true}"#.to_owned())
-                .tool_error(true),
+                .with_outcome(Outcome::Failed),
         );
         assert_eq!(
             operation(&call, &failed, loaded).error,
             Some(ErrorType::Tool)
         );
+        assert_eq!(operation(&call, &failed, loaded).outcome, "failed");
         assert!(matches!(
             traced_outcome(&failed),
             telemetry::Outcome::ToolError
@@ -862,6 +914,53 @@ mod tests {
         assert_eq!(
             operation(&call, &says_so_in_its_content, loaded).error,
             None
+        );
+    }
+
+    #[test]
+    fn refusals_are_outcomes_of_their_own_not_the_tools_failure() {
+        let call = request("tools/call", json!({"name": "sha256"}));
+        let outcome = |answer: Answer| operation(&call, &answer, loaded).outcome;
+        // Arguments refused before the tool ran: `isError` on the wire (the
+        // conventions' `tool_error`), but no failure of the tool.
+        let refused_arguments = Answer::Complete(
+            super::super::answer::Complete::new(r#"{"content":[],"isError":true}"#.to_owned())
+                .with_outcome(Outcome::Invalid),
+        );
+        assert_eq!(
+            operation(&call, &refused_arguments, loaded).error,
+            Some(ErrorType::Tool)
+        );
+        assert_eq!(outcome(refused_arguments), "invalid");
+        // Refused by a rule: whether the caller may see the tool (-31403)
+        // or not (answered as if it did not exist), a refusal by rule.
+        let refused = |decision| {
+            super::super::access::refused(
+                &AccessSettings::default(),
+                &Caller::stdio(),
+                Kind::Tool,
+                "sha256",
+                decision,
+                || super::super::access::unknown_tool("sha256"),
+            )
+        };
+        let hidden = refused(crate::access::Decision::Hidden);
+        assert_eq!(hidden.code, jsonrpc::codes::INVALID_PARAMS, "{hidden:?}");
+        assert_eq!(outcome(Answer::Error(hidden)), "denied");
+        let forbidden = refused(crate::access::Decision::See { step_up: None });
+        assert_eq!(
+            forbidden.code,
+            jsonrpc::codes::ACCESS_DENIED,
+            "{forbidden:?}"
+        );
+        assert_eq!(outcome(Answer::Error(forbidden)), "denied");
+        assert_eq!(
+            outcome(Answer::Error(RpcError::quota_exceeded("over"))),
+            "over_quota"
+        );
+        assert_eq!(
+            outcome(Answer::Error(RpcError::unavailable("busy"))),
+            "unavailable"
         );
     }
 }

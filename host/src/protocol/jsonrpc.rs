@@ -12,6 +12,8 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::outcome::Outcome;
+
 /// JSON-RPC and MCP error codes.
 pub mod codes {
     /// The body is not valid JSON.
@@ -70,6 +72,9 @@ pub struct RpcError {
     /// a stronger token would avoid (behind a thin pointer: errors travel in
     /// `Result`s, which stay small).
     pub challenge: Option<Arc<String>>,
+    /// How the request ended, for observers: by default what the code
+    /// says; its maker says when it knows better ([`RpcError::with_outcome`]).
+    pub outcome: Outcome,
 }
 
 impl RpcError {
@@ -82,7 +87,14 @@ impl RpcError {
             http_status: 200,
             retry_after: None,
             challenge: None,
+            outcome: outcome_of_code(code),
         }
+    }
+
+    /// The same error, ending its request with `outcome`.
+    pub fn with_outcome(mut self, outcome: Outcome) -> Self {
+        self.outcome = outcome;
+        self
     }
 
     /// Attaches `data`.
@@ -143,9 +155,31 @@ impl RpcError {
         Self::new(codes::INTERNAL_ERROR, message).with_status(500)
     }
 
+    /// -32603, HTTP 503: the server cannot serve the request now (busy, a
+    /// store down, still loading); the client may try again.
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(codes::INTERNAL_ERROR, message)
+            .with_status(503)
+            .with_outcome(Outcome::Unavailable)
+    }
+
     /// -32020, HTTP 400.
     pub fn header_mismatch(message: impl Into<String>) -> Self {
         Self::new(codes::HEADER_MISMATCH, message).with_status(400)
+    }
+}
+
+/// The outcome of an error with `code` unless its maker says otherwise:
+/// refusals by their code; a code Airlock does not answer with is one a
+/// component chose, so the component failed.
+fn outcome_of_code(code: i32) -> Outcome {
+    match code {
+        codes::ACCESS_DENIED => Outcome::Denied,
+        codes::QUOTA_EXCEEDED => Outcome::OverQuota,
+        codes::METHOD_NOT_FOUND => Outcome::Unknown,
+        codes::INTERNAL_ERROR => Outcome::Internal,
+        code if codes::ANSWERED.contains(&code) => Outcome::Invalid,
+        _ => Outcome::Failed,
     }
 }
 
@@ -475,6 +509,22 @@ pub fn encode_raw_request(id: u64, method: &str, params: &str) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refusals_are_told_by_their_code_and_only_a_components_own_code_is_a_failure() {
+        assert_eq!(outcome_of_code(codes::ACCESS_DENIED), Outcome::Denied);
+        assert_eq!(outcome_of_code(codes::QUOTA_EXCEEDED), Outcome::OverQuota);
+        assert_eq!(outcome_of_code(codes::METHOD_NOT_FOUND), Outcome::Unknown);
+        assert_eq!(outcome_of_code(codes::INVALID_PARAMS), Outcome::Invalid);
+        assert_eq!(outcome_of_code(codes::HEADER_MISMATCH), Outcome::Invalid);
+        assert_eq!(outcome_of_code(codes::INTERNAL_ERROR), Outcome::Internal);
+        assert_eq!(outcome_of_code(12345), Outcome::Failed);
+        assert_eq!(
+            RpcError::unavailable("busy").outcome,
+            Outcome::Unavailable,
+            "a 503 is the server's condition, not an internal failure"
+        );
+    }
 
     #[test]
     fn encoding_within_a_limit_stops_at_the_limit() {

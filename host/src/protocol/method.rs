@@ -40,20 +40,32 @@ pub enum Method {
 }
 
 impl Method {
-    /// Whether the method names something served (a tool, a prompt, a
-    /// resource, a skill) rather than asks for a list or the server: while
-    /// the server loads its components, such a request waits for the load,
-    /// so that a name not loaded yet is not answered as unknown.
-    pub fn names_an_item(self) -> bool {
-        matches!(
-            self,
-            Method::ToolsCall
-                | Method::PromptsGet
-                | Method::ResourcesRead
-                | Method::CompletionComplete
-                | Method::SkillsGet
-                | Method::ResourcesDirectoryRead
-        )
+    /// Whether its answer depends on what the components serve (a list, a
+    /// call, a read, a completion, a skill, a task of a tool): while the
+    /// server loads its components, such a request waits for the first
+    /// load, so that nothing is answered from a registry still empty (a
+    /// list that looks complete, a name answered as unknown). Only
+    /// `server/discover` (whose `ttlMs` is 0 meanwhile) and
+    /// `subscriptions/listen` (which tells of the lists once they load)
+    /// answer at once.
+    pub fn needs_components(self) -> bool {
+        match self {
+            Method::ServerDiscover | Method::SubscriptionsListen => false,
+            Method::ToolsList
+            | Method::ToolsCall
+            | Method::PromptsList
+            | Method::PromptsGet
+            | Method::ResourcesList
+            | Method::ResourceTemplatesList
+            | Method::ResourcesRead
+            | Method::CompletionComplete
+            | Method::TasksGet
+            | Method::TasksUpdate
+            | Method::TasksCancel
+            | Method::SkillsList
+            | Method::SkillsGet
+            | Method::ResourcesDirectoryRead => true,
+        }
     }
 
     /// Every method, in the order of the spec's sections.

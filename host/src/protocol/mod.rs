@@ -15,6 +15,7 @@ pub mod in_flight;
 pub mod jsonrpc;
 pub mod method;
 mod mrtr;
+pub mod outcome;
 pub mod param_headers;
 mod prompts;
 mod resources;

@@ -32,6 +32,7 @@ use super::catalog::Catalog;
 use super::context::{Notifier, ProtocolSettings, RequestContext, Services};
 use super::envelope::{self, ClientCapabilities, LogLevel, MirroredHeaders, RequestMeta};
 use super::jsonrpc::{self, EncodeError, Request, RpcError, required_str};
+use super::outcome::Outcome;
 use super::tasks::{self, TaskStart};
 use super::wire;
 use crate::runtime::{self, CallError, EventSink, GuestEvent, Runtime, wit};
@@ -139,11 +140,11 @@ impl Settled {
         }
     }
 
-    /// The same outcome, where a complete result is a tool's failure
-    /// (`isError`) when `tool_error`.
-    pub(super) fn tool_error(self, tool_error: bool) -> Settled {
+    /// The same outcome, where a complete result ends its request with
+    /// `outcome` (a tool's `isError` result).
+    pub(super) fn with_outcome(self, outcome: Outcome) -> Settled {
         match self {
-            Settled::Complete(complete) => Settled::Complete(complete.tool_error(tool_error)),
+            Settled::Complete(complete) => Settled::Complete(complete.with_outcome(outcome)),
             other => other,
         }
     }
@@ -425,7 +426,7 @@ pub(super) fn failed<M: RoundMethod>(method: &M, target: Target<'_>, why: String
 /// condition (HTTP 503).
 pub(super) fn busy(error: &CallError) -> RpcError {
     crate::audit::limit("busy");
-    RpcError::internal(format!("Server busy: {error}")).with_status(503)
+    RpcError::unavailable(format!("Server busy: {error}"))
 }
 
 /// Runs `run` (a component call), forwarding its progress and log events as

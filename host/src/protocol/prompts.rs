@@ -13,6 +13,7 @@ use super::context::{ProtocolSettings, Services};
 use super::envelope::{MirroredHeaders, RequestMeta};
 use super::jsonrpc::{Request, RpcError};
 use super::mrtr::{RoundMethod, Settled, Target};
+use super::outcome::Outcome;
 use super::wire;
 use crate::registry::PromptEntry;
 use crate::runtime::{CallError, EventSink, Runtime, events::truncate, wit, wit_prompts};
@@ -137,9 +138,9 @@ impl RoundMethod for PromptGet {
     }
 
     fn failure(&self, target: Target<'_>, why: String) -> Answer {
-        Answer::Error(RpcError::internal(format!(
-            "Prompt '{}' failed: {why}",
-            target.name
-        )))
+        Answer::Error(
+            RpcError::internal(format!("Prompt '{}' failed: {why}", target.name))
+                .with_outcome(Outcome::Failed),
+        )
     }
 }

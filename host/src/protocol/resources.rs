@@ -13,6 +13,7 @@ use super::context::{ProtocolSettings, Services};
 use super::envelope::{MirroredHeaders, RequestMeta};
 use super::jsonrpc::{self, Request, RpcError};
 use super::mrtr::{RoundMethod, Settled, Target};
+use super::outcome::Outcome;
 use super::wire;
 use crate::registry::Served;
 use crate::registry::validate::MAX_URI_LEN;
@@ -114,10 +115,10 @@ impl RoundMethod for ResourceRead {
     }
 
     fn failure(&self, target: Target<'_>, why: String) -> Answer {
-        Answer::Error(RpcError::internal(format!(
-            "Reading resource '{}' failed: {why}",
-            target.name
-        )))
+        Answer::Error(
+            RpcError::internal(format!("Reading resource '{}' failed: {why}", target.name))
+                .with_outcome(Outcome::Failed),
+        )
     }
 }
 

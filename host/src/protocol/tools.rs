@@ -23,6 +23,7 @@ use super::context::{ProtocolSettings, Services};
 use super::envelope::{self, MirroredHeaders, RequestMeta, TASKS_EXTENSION};
 use super::jsonrpc::{Request, RpcError};
 use super::mrtr::{RoundMethod, Settled, Target};
+use super::outcome::Outcome;
 use super::param_headers;
 use super::wire;
 use crate::registry::ToolEntry;
@@ -46,7 +47,7 @@ fn guest_error(error: &wit::ProtocolError, limit: usize) -> Result<RpcError, Str
     if error.message.len() > limit {
         return Err(CallError::OutputTooLarge { limit }.to_string());
     }
-    Ok(RpcError::new(error.code, error.message.clone()))
+    Ok(RpcError::new(error.code, error.message.clone()).with_outcome(Outcome::Failed))
 }
 
 /// What a call without arguments is bound to: no members.
@@ -111,10 +112,13 @@ impl RoundMethod for ToolCall {
         });
         if let Err(violations) = checked {
             tracing::debug!(tool = name, %violations, "arguments refused");
-            return Err(error_result(format!(
-                "Tool '{name}' was not run: its arguments do not match its input schema: \
-                 {violations}"
-            )));
+            return Err(error_result(
+                format!(
+                    "Tool '{name}' was not run: its arguments do not match its input schema: \
+                     {violations}"
+                ),
+                Outcome::Invalid,
+            ));
         }
         Ok(ToolCall::of(entry.clone()))
     }
@@ -157,7 +161,10 @@ impl RoundMethod for ToolCall {
         match outcome {
             wit::CallOutcome::Complete(result) => {
                 match wire::call_result(&result, max_json_depth) {
-                    Ok(encoded) => Settled::encode(&encoded, limit).tool_error(result.is_error),
+                    Ok(encoded) if result.is_error => {
+                        Settled::encode(&encoded, limit).with_outcome(Outcome::Failed)
+                    }
+                    Ok(encoded) => Settled::encode(&encoded, limit),
                     Err(error) => {
                         Settled::Failed(format!("it returned an invalid outcome: {}", error.0))
                     }
@@ -181,13 +188,18 @@ impl RoundMethod for ToolCall {
     }
 
     fn failure(&self, target: Target<'_>, why: String) -> Answer {
-        error_result(format!("Tool '{}' failed: {why}", target.name))
+        error_result(
+            format!("Tool '{}' failed: {why}", target.name),
+            Outcome::Failed,
+        )
     }
 }
 
-/// A complete `isError` result whose one text block is `text`: what the
-/// model reads of a tool that failed, or of a call it must correct.
-fn error_result(text: String) -> Answer {
+/// A complete `isError` result whose one text block is `text`, ending its
+/// request with `outcome`: what the model reads of a tool that failed
+/// ([`Outcome::Failed`]), or of a call it must correct
+/// ([`Outcome::Invalid`]).
+fn error_result(text: String, outcome: Outcome) -> Answer {
     let result = wit::CallResult {
         content: vec![wit::ContentBlock::Text(wit::TextContent {
             text,
@@ -199,7 +211,7 @@ fn error_result(text: String) -> Answer {
     // The host's own text: no JSON text of a guest to bound.
     let max_depth = crate::guest_json::MAX_DEPTH_CEILING;
     match wire::call_result(&result, max_depth).map(|result| serde_json::to_string(&result)) {
-        Ok(Ok(members)) => Answer::Complete(Complete::new(members).tool_error(true)),
+        Ok(Ok(members)) => Answer::Complete(Complete::new(members).with_outcome(outcome)),
         _ => Answer::Error(RpcError::internal("cannot encode a failure result")),
     }
 }

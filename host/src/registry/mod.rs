@@ -71,8 +71,8 @@ pub use self::cache::default_cache_dir;
 /// unique across both.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ToolSources {
-    /// The tools directory.
-    pub dir: PathBuf,
+    /// The tools directory; `None`: there is none, only pulled components.
+    pub dir: Option<PathBuf>,
     /// The pulled components' files, in the order they are loaded after the
     /// directory's.
     pub pulled: PulledFiles,
@@ -82,16 +82,30 @@ impl ToolSources {
     /// Every component file, the directory's sorted by file name, then the
     /// pulled ones (blocking; fails if the directory cannot be read).
     pub(crate) fn files(&self) -> anyhow::Result<Vec<PathBuf>> {
-        let mut files = wasm_files(&self.dir)?;
+        let mut files = match &self.dir {
+            Some(dir) => wasm_files(dir)?,
+            None => Vec::new(),
+        };
         files.extend(self.pulled.files());
         Ok(files)
+    }
+}
+
+/// The tools directory, for log lines; `(none)` when only pulled
+/// components are served.
+impl std::fmt::Display for ToolSources {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.dir {
+            Some(dir) => dir.display().fmt(f),
+            None => f.write_str("(none)"),
+        }
     }
 }
 
 impl From<&Path> for ToolSources {
     fn from(dir: &Path) -> ToolSources {
         ToolSources {
-            dir: dir.to_owned(),
+            dir: Some(dir.to_owned()),
             pulled: PulledFiles::default(),
         }
     }

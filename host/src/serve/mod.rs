@@ -48,8 +48,9 @@ pub enum Transport {
 /// Everything `airlock serve` needs, checked and with defaults applied.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
-    /// Directory of tool components (`*.wasm`).
-    pub tools: PathBuf,
+    /// Directory of tool components (`*.wasm`); `None`: none, only the
+    /// components of `supply` are served.
+    pub tools: Option<PathBuf>,
     /// Components pulled by OCI reference, served beside the directory's.
     pub supply: Option<crate::supply::SupplySettings>,
     /// Only check: load everything, report, and return instead of serving
@@ -68,6 +69,9 @@ pub struct ServeConfig {
     pub reload_every: Option<Duration>,
     /// Least time between two relists of one component.
     pub relist_every: Duration,
+    /// How long a request that needs the components waits for their first
+    /// load before it is refused as retryable (HTTP 503).
+    pub load_wait: Duration,
     /// The server's limits and the secrets manifests may grant.
     pub sandbox: SandboxSettings,
     /// Rounds of multi-round calls, lists and reads.
@@ -204,7 +208,10 @@ impl SingleUseStore {
 /// the compile cache (not writable), and every file of keys, tokens or
 /// secrets, and the audit trail (not readable).
 fn protected_paths(config: &ServeConfig) -> ProtectedPaths {
-    let mut protected = ProtectedPaths::default().no_write(&config.tools);
+    let mut protected = ProtectedPaths::default();
+    if let Some(tools) = &config.tools {
+        protected = protected.no_write(tools);
+    }
     if let Some(supply) = &config.supply {
         protected = protected.no_write(&supply.cache_dir);
     }
@@ -227,6 +234,16 @@ fn protected_paths(config: &ServeConfig) -> ProtectedPaths {
                 .filter_map(|audit| audit.writer.witness.as_ref().map(|witness| witness.path())),
         );
     secret_files.fold(protected, |protected, file| protected.no_access(file))
+}
+
+/// Where the components come from, for messages: the tools directory, or
+/// the components file when there is none.
+fn components_origin(config: &ServeConfig) -> &Path {
+    match (&config.tools, &config.supply) {
+        (Some(dir), _) => dir,
+        (None, Some(supply)) => &supply.components,
+        (None, None) => Path::new(""),
+    }
 }
 
 /// Descriptors kept for Airlock itself (connections, the tools directory,
@@ -357,7 +374,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     };
     if config.check {
         let registry = Registry::load(&runtime, &sources, config.cache_dir.as_deref()).await?;
-        return check::report(&registry, &config.tools);
+        return check::report(&registry, components_origin(&config));
     }
     // A wrong --tools stops the start here; the components load after the
     // server listens (see `live::spawn_loading`).
@@ -387,7 +404,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         .with_tasks(tasks.clone())
         .with_quotas(quotas)
         .with_access(access)
-        .loading(loaded_watch.clone()),
+        .loading(loaded_watch.clone(), config.load_wait),
     );
     crate::access::log_mode(
         server.has_access_rules(),
@@ -405,8 +422,8 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     };
     let _stop_tasks = AbortOnDrop(tokio::spawn(runner).abort_handle());
     tracing::info!(
-        dir = %config.tools.display(),
-        "loading components; serving what has loaded so far until done"
+        dir = %sources,
+        "loading components; until done, requests that need them wait (up to --load-wait)"
     );
     let loading = live::spawn_loading(
         server.clone(),

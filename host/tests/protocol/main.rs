@@ -17,6 +17,7 @@ mod access;
 mod arguments;
 mod cancellation;
 mod envelope;
+mod loading;
 mod mrtr;
 mod sessions;
 mod skills;

@@ -40,7 +40,7 @@ use http_body_util::BodyExt as _;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, DuplexStream};
 use tokio::runtime::Handle;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tower::ServiceExt as _;
 
@@ -77,6 +77,10 @@ pub struct Setup {
     pub tokens: &'static str,
     /// The server's access policy (`--access-policy`), as TOML.
     pub access_policy: Option<&'static str>,
+    /// Serve before the components load, as `airlock serve` does: the host
+    /// starts with none loaded, requests that need them wait up to this
+    /// long (`--load-wait`), and [`Host::finish_loading`] swaps them in.
+    pub load_wait: Option<Duration>,
 }
 
 impl Default for Setup {
@@ -90,6 +94,7 @@ impl Default for Setup {
             files: Vec::new(),
             tokens: "",
             access_policy: None,
+            load_wait: None,
         }
     }
 }
@@ -105,7 +110,16 @@ pub struct Host {
     router: Router,
     max_line_bytes: usize,
     background: Vec<JoinHandle<()>>,
+    /// What [`Host::finish_loading`] swaps in, while the host loads.
+    loading: Mutex<Option<Loading>>,
     _tools: ToolsDir,
+}
+
+/// The components of a host still loading, and how it learns they are
+/// loaded.
+struct Loading {
+    registry: Registry,
+    loaded: watch::Sender<bool>,
 }
 
 impl Host {
@@ -127,7 +141,7 @@ impl Host {
             .enable_all()
             .build()
             .expect("a tokio runtime");
-        let (server, endpoint, background) = runtime.block_on(serve(tools.path(), &setup));
+        let (server, endpoint, background, loading) = runtime.block_on(serve(tools.path(), &setup));
         let tokens = TokenTable::parse(&format!("{ALICE} alice\n{BOB} bob\n{}", setup.tokens))
             .expect("the tokens parse");
         let admission = Admission {
@@ -146,9 +160,26 @@ impl Host {
             endpoint,
             max_line_bytes: setup.max_body_bytes,
             background,
+            loading: Mutex::new(loading),
             runtime: Some(runtime),
             _tools: tools,
         }
+    }
+
+    /// Ends the load of a host started with [`Setup::load_wait`]: its
+    /// components are served from now on, and the requests waiting for
+    /// them go on.
+    pub fn finish_loading(&self) {
+        let Loading { registry, loaded } = self
+            .loading
+            .lock()
+            .unwrap()
+            .take()
+            .expect("a host started with load_wait, loading once");
+        self.server
+            .replace_registry(registry, &[])
+            .expect("the components are served");
+        loaded.send_replace(true);
     }
 
     /// The endpoint, to drive directly.
@@ -237,9 +268,18 @@ impl Drop for Host {
 }
 
 /// Builds the server as `airlock serve` does, on the components in
-/// `tools`; returns it, the endpoint in front of it and the tasks running
-/// beside it.
-async fn serve(tools: &Path, setup: &Setup) -> (Arc<Server>, Arc<Endpoint>, Vec<JoinHandle<()>>) {
+/// `tools`; returns it, the endpoint in front of it, the tasks running
+/// beside it, and with [`Setup::load_wait`] the components it has yet to
+/// serve.
+async fn serve(
+    tools: &Path,
+    setup: &Setup,
+) -> (
+    Arc<Server>,
+    Arc<Endpoint>,
+    Vec<JoinHandle<()>>,
+    Option<Loading>,
+) {
     let runtime = Runtime::new(RuntimeLimits {
         // Small pools: tests run side by side, each with its own engine.
         max_concurrent_calls: 16,
@@ -264,23 +304,35 @@ async fn serve(tools: &Path, setup: &Setup) -> (Arc<Server>, Arc<Endpoint>, Vec<
         Arc::new(MemoryStore::default()),
         TaskSettings::default(),
     ));
+    let (served, loading) = match setup.load_wait {
+        None => (registry, None),
+        Some(_) => {
+            let loaded = watch::Sender::new(false);
+            (Registry::default(), Some(Loading { registry, loaded }))
+        }
+    };
+    let mut server = Server::new(
+        runtime.clone(),
+        Arc::new(served),
+        sealer,
+        setup.protocol.clone(),
+    )
+    .expect("the server starts");
+    if let (Some(wait), Some(loading)) = (setup.load_wait, &loading) {
+        server = server.loading(loading.loaded.subscribe(), wait);
+    }
     let server = Arc::new(
-        Server::new(
-            runtime.clone(),
-            Arc::new(registry),
-            sealer,
-            setup.protocol.clone(),
-        )
-        .expect("the server starts")
-        .with_tasks(tasks.clone())
-        .with_access(AccessSettings {
-            rules: setup
-                .access_policy
-                .map_or_else(ServerRules::default, |text| {
-                    ServerRules::parse(text, Path::new("access.toml")).expect("the policy parses")
-                }),
-            resource_metadata: Some(RESOURCE_METADATA.to_owned()),
-        }),
+        server
+            .with_tasks(tasks.clone())
+            .with_access(AccessSettings {
+                rules: setup
+                    .access_policy
+                    .map_or_else(ServerRules::default, |text| {
+                        ServerRules::parse(text, Path::new("access.toml"))
+                            .expect("the policy parses")
+                    }),
+                resource_metadata: Some(RESOURCE_METADATA.to_owned()),
+            }),
     );
     let live = LiveOptions {
         tools: tools.into(),
@@ -295,7 +347,7 @@ async fn serve(tools: &Path, setup: &Setup) -> (Arc<Server>, Arc<Endpoint>, Vec<
     let legacy = Arc::new(Legacy::new(server.clone(), setup.bridge.clone()));
     let sessions = Sessions::new(setup.max_sessions, Duration::from_secs(3600));
     let endpoint = Arc::new(Endpoint::new(server.clone(), legacy, sessions));
-    (server, endpoint, background)
+    (server, endpoint, background, loading)
 }
 
 /// Held while a host loads its components.

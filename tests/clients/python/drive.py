@@ -226,13 +226,9 @@ async def drive(args: argparse.Namespace, server: str | StdioServerParameters) -
             "protocolVersion": client.protocol_version,
             "handshake": "initialize" if session.initialize_result is not None else "discover",
         }
-        # A server answers while it still loads its components, and lists
-        # them once loaded (announcing the change): ask again until then.
+        # Once, right after connecting, as clients do: a server still loading
+        # its components answers the list when they are loaded.
         listed = await client.list_tools()
-        with anyio.move_on_after(args.timeout / 2):
-            while tool not in [t.name for t in listed.tools]:
-                await anyio.sleep(0.1)
-                listed = await client.list_tools()
         if tool not in [t.name for t in listed.tools]:
             raise FlowFailed(f"the server does not list {tool}: {[t.name for t in listed.tools]}")
         result = await client.call_tool(tool, arguments)

@@ -25,6 +25,7 @@ use super::answer::Answer;
 use super::context::Services;
 use super::envelope::{self, ClientCapabilities, MirroredHeaders, RequestMeta, TASKS_EXTENSION};
 use super::jsonrpc::{Request, RpcError, required_str};
+use super::outcome::Outcome;
 use super::wire;
 use crate::metrics;
 use crate::tasks::payload::TaskPayload;
@@ -275,7 +276,10 @@ async fn owned(
     gate: &Gate<'_>,
 ) -> Result<TaskRecord, RpcError> {
     let found = tasks.store().get(id).await;
-    let unknown = || RpcError::invalid_params(format!("Invalid params: unknown taskId {id:?}"));
+    let unknown = || {
+        RpcError::invalid_params(format!("Invalid params: unknown taskId {id:?}"))
+            .with_outcome(Outcome::Unknown)
+    };
     match found.map_err(|error| store_error(error, principal))? {
         Some(record) if record.owner == principal => {
             gate.tool(&record.tool, unknown)?;
@@ -320,10 +324,9 @@ fn acknowledged() -> Answer {
 
 /// The error for a task that other writers kept changing under us.
 fn busy_task(id: &str) -> RpcError {
-    RpcError::internal(format!(
+    RpcError::unavailable(format!(
         "Task {id} is changing too often to update; try again"
     ))
-    .with_status(503)
 }
 
 /// A store's failure, as `principal` sees it: a bound of the store is a
@@ -337,7 +340,7 @@ fn store_error(error: StoreError, principal: &str) -> RpcError {
         }
         StoreError::Unavailable(why) => {
             tracing::warn!(why, "the task store failed");
-            RpcError::internal("The task store is unavailable; try again").with_status(503)
+            RpcError::unavailable("The task store is unavailable; try again")
         }
     }
 }
